@@ -1,0 +1,44 @@
+# myaccel: the two set-up commands are `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe
+
+system-deps:
+	@bash scripts/ensure-system-deps.sh
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+typecheck: venv
+	$(BIN)/mypy
+
+unit: venv
+	$(BIN)/pytest -q -m 'not integration' tests
+
+integration: system-deps venv
+	$(BIN)/pytest -q -m integration tests
+
+test: system-deps venv lint typecheck
+	$(BIN)/pytest -q tests
+
+demo: system-deps venv
+	@bash scripts/demo.sh
+
+bench-probe: venv
+	$(BIN)/python -m myaccel.bench_self probe
+
+clean:
+	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache

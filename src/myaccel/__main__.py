@@ -1,0 +1,3 @@
+from myaccel.cli.main import main
+
+main()
