@@ -1,8 +1,333 @@
-"""`myaccel sandbox` (placeholder, being written)."""
+"""`myaccel sandbox`: private MariaDB/MySQL servers for benchmarks, A/B runs and builds.
+
+Progress and notes go to stderr; data (status, lists) to stdout, as a rich table on a
+terminal, as plain aligned text in pipes, or as JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import click
+from rich.console import Console
+from rich.table import Table
+
+from myaccel.server.sandbox import (
+    DEFAULT_NAME,
+    DEFAULT_TIMEOUT_S,
+    Sandbox,
+    SandboxStatus,
+    SnapshotInfo,
+    StartResult,
+    flavor_label,
+    parse_sets,
+)
+
+
+def _say(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _stdout_is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def _format_size(size_bytes: int) -> str:
+    size = float(size_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size_bytes} B"
+
+
+def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: str = "") -> None:
+    if _stdout_is_tty():
+        table = Table(title=title or None, show_header=bool(headers))
+        for h in headers:
+            table.add_column(h)
+        for row in rows:
+            table.add_row(*row)
+        Console().print(table)
+        return
+    all_rows = [list(headers), *[list(r) for r in rows]] if headers else [list(r) for r in rows]
+    if not all_rows:
+        return
+    widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]))]
+    for r in all_rows:
+        cells = [c.ljust(w) for c, w in zip(r, widths, strict=True)]
+        click.echo("  ".join(cells).rstrip())
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2))
+
+
+def _client_command(sb: Sandbox) -> str:
+    client = "mariadb" if sb.flavor == "mariadb" else "mysql"
+    return f"{client} --defaults-file={sb.option_file}"
+
+
+def _report_start(sb: Sandbox, res: StartResult, config: str | None) -> None:
+    _say(res.message)
+    if res.overridden:
+        _say(
+            "note: ignored from the config: "
+            + ", ".join(o.describe() for o in res.overridden)
+            + " (the sandbox's own values win)"
+        )
+    if config is not None and not res.config_has_server_options:
+        _say(f"note: {config} has no [mysqld]/[server]/[mariadb] options; running the base config")
+    if not res.already_running:
+        _say(f"connect: {_client_command(sb)}")
+
+
+name_argument = click.argument("name", default=DEFAULT_NAME, required=False, metavar="[NAME]")
+timeout_option = click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for the server.",
+)
+config_option = click.option(
+    "--config",
+    "config",
+    metavar="FILE",
+    help="Option file whose [mysqld]/[server]/[mariadb]/[mariadbd] groups are applied.",
+)
+set_option = click.option(
+    "--set",
+    "set_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A server option (repeatable); wins over --config.",
+)
+basedir_option = click.option(
+    "--basedir",
+    metavar="DIR",
+    help="Run another build of the same version (install prefix with bin/ or sbin/).",
+)
 
 
 @click.group()
 def sandbox() -> None:
-    """Private MariaDB/MySQL instances for benchmarks and experiments."""
+    """Private MariaDB/MySQL servers for benchmarks and experiments.
+
+    Each sandbox has its own datadir, socket, 127.0.0.1 port, option file and error log
+    under $MYACCEL_HOME/sandboxes/NAME (NAME defaults to 'default').
+    """
+
+
+@sandbox.command()
+@name_argument
+@click.option(
+    "--basedir",
+    metavar="DIR",
+    help="A build's install prefix (bin/ or sbin/ with mariadbd/mysqld, share/). "
+    "Default: the installed mariadbd, then mysqld.",
+)
+@click.option("--port", type=int, metavar="N", help="TCP port on 127.0.0.1 (default: a free one).")
+@click.option("--no-start", is_flag=True, help="Stop the server once the sandbox is ready.")
+@timeout_option
+def init(
+    name: str, basedir: str | None, port: int | None, no_start: bool, timeout_s: float
+) -> None:
+    """Create a sandbox: datadir, sbtest database and benchmark user; leaves it running."""
+    sb = Sandbox.init(
+        name,
+        basedir=Path(basedir) if basedir else None,
+        port=port,
+        start=not no_start,
+        timeout_s=timeout_s,
+        progress=_say,
+    )
+    _say(f"connect: {_client_command(sb)}")
+
+
+@sandbox.command()
+@name_argument
+@config_option
+@set_option
+@basedir_option
+@timeout_option
+def start(
+    *,
+    name: str,
+    config: str | None,
+    set_items: tuple[str, ...],
+    basedir: str | None,
+    timeout_s: float,
+) -> None:
+    """Start a sandbox (with the base config unless --config/--set/--basedir)."""
+    sets = parse_sets(set_items)
+    sb = Sandbox.load(name)
+    res = sb.start(config, sets, timeout_s, basedir=basedir, progress=_say)
+    _report_start(sb, res, config)
+
+
+@sandbox.command()
+@name_argument
+@timeout_option
+def stop(name: str, timeout_s: float) -> None:
+    """Shut a sandbox down cleanly (kill -9 only after --timeout, and says so)."""
+    _say(Sandbox.load(name).stop(timeout_s))
+
+
+@sandbox.command()
+@name_argument
+@config_option
+@set_option
+@basedir_option
+@click.option("--base-config", is_flag=True, help="Drop the active --config/--set/--basedir first.")
+@timeout_option
+def restart(
+    *,
+    name: str,
+    config: str | None,
+    set_items: tuple[str, ...],
+    basedir: str | None,
+    base_config: bool,
+    timeout_s: float,
+) -> None:
+    """Stop and start, keeping the active config unless new options are given."""
+    sets = parse_sets(set_items)
+    sb = Sandbox.load(name)
+    res = sb.restart(config, sets, timeout_s, basedir=basedir, reset=base_config, progress=_say)
+    _report_start(sb, res, config)
+
+
+def _status_rows(sb: Sandbox, st: SandboxStatus) -> list[tuple[str, str]]:
+    return [
+        ("name", st.name),
+        ("state", st.state),
+        ("pid", str(st.pid) if st.pid is not None else "-"),
+        ("server", f"{flavor_label(st.flavor)} {st.version}"),
+        ("binary", st.binary),
+        ("port", f"127.0.0.1:{st.port}"),
+        ("socket", st.socket),
+        ("datadir", st.datadir),
+        ("config", st.active_config.describe()),
+        ("option file", st.option_file),
+        ("error log", st.error_log),
+        ("bench user", f"{sb.state.bench_user} (password in {sb.state_file})"),
+        ("connect", _client_command(sb)),
+    ]
+
+
+@sandbox.command()
+@name_argument
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(name: str, as_json: bool) -> None:
+    """Show whether a sandbox runs (running / stopped / crashed) and where it lives."""
+    sb = Sandbox.load(name)
+    st = sb.status()
+    if as_json:
+        _print_json(st.to_dict())
+        return
+    rows = _status_rows(sb, st)
+    if _stdout_is_tty():
+        _print_table([], rows, title=f"sandbox {name}")
+    else:
+        width = max(len(k) for k, _ in rows) + 1
+        for k, v in rows:
+            click.echo(f"{k + ':':<{width}} {v}")
+    if st.state == "crashed":
+        _say(f"note: the server died; `myaccel sandbox start {name}` cleans up and starts it")
+
+
+@sandbox.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_(as_json: bool) -> None:
+    """List the sandboxes."""
+    statuses = [sb.status() for sb in Sandbox.list_all()]
+    if as_json:
+        _print_json([st.to_dict() for st in statuses])
+        return
+    if not statuses:
+        _say("no sandboxes; create one with `myaccel sandbox init`")
+        return
+    rows = [
+        (
+            st.name,
+            st.state,
+            str(st.pid or "-"),
+            str(st.port),
+            f"{flavor_label(st.flavor)} {st.version}",
+            st.active_config.describe(),
+        )
+        for st in statuses
+    ]
+    _print_table(["NAME", "STATE", "PID", "PORT", "SERVER", "CONFIG"], rows)
+
+
+@sandbox.command()
+@name_argument
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@timeout_option
+def destroy(name: str, yes: bool, timeout_s: float) -> None:
+    """Stop a sandbox and delete it with its datadir and snapshots."""
+    if not yes and sys.stdin.isatty():
+        click.confirm(f"Delete sandbox '{name}' with its datadir and snapshots?", abort=True)
+    _say(Sandbox.destroy_named(name, timeout_s=timeout_s))
+
+
+@sandbox.group()
+def snapshot() -> None:
+    """Copies of a stopped sandbox's datadir (save, restore, list, delete)."""
+
+
+stop_option = click.option(
+    "--stop", "stop_server", is_flag=True, help="Stop a running server first, start it after."
+)
+
+
+@snapshot.command(name="save")
+@click.argument("name")
+@click.argument("snap")
+@stop_option
+def snapshot_save(name: str, snap: str, stop_server: bool) -> None:
+    """Save the datadir of sandbox NAME as snapshot SNAP."""
+    info = Sandbox.load(name).snapshot_save(snap, stop=stop_server, progress=_say)
+    _say(f"saved snapshot '{snap}' of sandbox '{name}' ({_format_size(info.size_bytes)})")
+
+
+@snapshot.command(name="restore")
+@click.argument("name")
+@click.argument("snap")
+@stop_option
+def snapshot_restore(name: str, snap: str, stop_server: bool) -> None:
+    """Replace the datadir of sandbox NAME by snapshot SNAP."""
+    info = Sandbox.load(name).snapshot_restore(snap, stop=stop_server, progress=_say)
+    _say(f"restored snapshot '{snap}' ({info.created_at}) into sandbox '{name}'")
+
+
+@snapshot.command(name="list")
+@click.argument("name", default=DEFAULT_NAME, required=False, metavar="[NAME]")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def snapshot_list(name: str, as_json: bool) -> None:
+    """List the snapshots of sandbox NAME with size and date."""
+    snaps: list[SnapshotInfo] = Sandbox.load(name).snapshot_list()
+    if as_json:
+        _print_json([s.to_dict() for s in snaps])
+        return
+    if not snaps:
+        _say(f"sandbox '{name}' has no snapshots")
+        return
+    rows = [(s.name, _format_size(s.size_bytes), s.created_at, s.active_config) for s in snaps]
+    _print_table(["SNAPSHOT", "SIZE", "CREATED", "CONFIG"], rows)
+
+
+@snapshot.command(name="delete")
+@click.argument("name")
+@click.argument("snap")
+def snapshot_delete(name: str, snap: str) -> None:
+    """Delete snapshot SNAP of sandbox NAME."""
+    Sandbox.load(name).snapshot_delete(snap)
+    _say(f"deleted snapshot '{snap}' of sandbox '{name}'")

@@ -37,8 +37,12 @@ class Sysroot:
             )
         self.root = p
         self.live = p.resolve() == Path("/")
+        # Logical paths read so far, when tracing (used by `probe --capture`).
+        self.trace: list[str] | None = None
 
     def path(self, logical: str) -> Path:
+        if self.trace is not None:
+            self.trace.append(logical)
         return self.root / logical.lstrip("/")
 
     def exists(self, logical: str) -> bool:
@@ -76,9 +80,13 @@ class Sysroot:
 
     def listdir(self, logical: str) -> list[str]:
         try:
-            return sorted(os.listdir(self.path(logical)))
+            names = sorted(os.listdir(self.path(logical)))
         except OSError:
             return []
+        if self.trace is not None:
+            # "?" marks a name that was listed, not read: capture creates it without content.
+            self.trace.extend(f"?{logical.rstrip('/')}/{n}" for n in names)
+        return names
 
     def realpath(self, logical: str) -> str | None:
         """Resolve symlinks inside the sysroot; returns the logical path."""
@@ -100,8 +108,8 @@ def parse_cpu_list(text: str) -> list[int]:
     text = text.strip()
     if not text:
         return []
-    for part in text.split(","):
-        part = part.strip()
+    for raw in text.split(","):
+        part = raw.strip()
         if not part:
             continue
         if "-" in part:

@@ -131,9 +131,13 @@ def connect(params: ConnectParams) -> pymysql.connections.Connection[Any]:
                 hint="is the server running? check --host/--port/--socket, "
                 "or use --sandbox NAME (see `myaccel sandbox list`)",
             ) from exc
-        raise ConnectionFailed(f"connection to {where} failed: {msg}", hint="see the server's error log") from exc
+        raise ConnectionFailed(
+            f"connection to {where} failed: {msg}", hint="see the server's error log"
+        ) from exc
     except pymysql.err.MySQLError as exc:
-        raise ConnectionFailed(f"connection to {params.describe()} failed: {exc}", hint="see the server's error log") from exc
+        raise ConnectionFailed(
+            f"connection to {params.describe()} failed: {exc}", hint="see the server's error log"
+        ) from exc
 
 
 def query_rows(conn: pymysql.connections.Connection[Any], sql: str) -> list[tuple[Any, ...]]:

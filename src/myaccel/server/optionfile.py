@@ -53,7 +53,9 @@ class OptionFile:
         return out
 
 
-def parse_option_text(text: str, into: OptionFile, *, origin: str = "<text>", depth: int = 0) -> None:
+def parse_option_text(
+    text: str, into: OptionFile, *, origin: str = "<text>", depth: int = 0
+) -> None:
     group: str | None = None
     for raw in text.splitlines():
         line = raw.strip()

@@ -1,0 +1,398 @@
+-- myaccel_report: machine-readable report lines for sysbench 1.0.x.
+--
+-- Each report becomes ONE line, written with ONE io.write call (the reporting,
+-- checkpoint and main threads share stdout and would interleave otherwise):
+--
+--   MYACCEL {"v":1,"kind":"interval",...}     every --report-interval
+--   MYACCEL {"v":1,"kind":"checkpoint",...}   every --report-checkpoints entry
+--   MYACCEL {"v":1,"kind":"summary",...}      once, at the end of the run
+--
+-- The human-readable reports stay: the hooks first call sysbench's own C
+-- reporters (db_report_intermediate / db_report_cumulative, exported by the
+-- sysbench binary) through the LuaJIT FFI, so the text is byte-for-byte what
+-- sysbench prints without hooks. If the FFI route is unavailable, the
+-- intermediate report falls back to sysbench.report_default() and the
+-- cumulative report to a Lua rendition of the 1.0.20 summary layout (without
+-- the "Threads fairness" section, whose per-thread data is not exposed to Lua).
+--
+-- Field meanings (counts are for the report window of dt seconds; latencies
+-- are milliseconds; "pct" is the --percentile rank that lat_ms_pct refers to):
+--   t, dt            time since start, length of the window (s)
+--   threads          worker threads running (summary: --threads)
+--   events, reads, writes, other, errors, reconnects    counts in the window
+--   tps, qps, reads_per_s, writes_per_s, other_per_s, err_per_s, reconn_per_s
+--   lat_ms_pct, pct  latency percentile over the window
+--   lat_ms_min, lat_ms_avg, lat_ms_max, lat_ms_sum     (checkpoint/summary)
+--   queue_length, concurrency                          (interval, --rate only)
+-- A number that is not finite (e.g. a rate over an empty window) is null.
+
+local M = {}
+
+M.PREFIX = "MYACCEL "
+M.SCHEMA = 1
+
+local ffi_ok, ffi = pcall(require, "ffi")
+local c_reporters = nil -- nil: not tried yet; false: unavailable; table: ok
+
+-- Layout of sb_stat_t in sysbench 1.0.x (src/sysbench.h). Declared under our
+-- own name so that it can never clash with a declaration made by sysbench.
+local STAT_CDEF = [[
+typedef struct {
+  uint32_t threads_running;
+  double   time_interval;
+  double   time_total;
+  double   latency_pct;
+  double   latency_min;
+  double   latency_max;
+  double   latency_avg;
+  double   latency_sum;
+  uint64_t events;
+  uint64_t reads;
+  uint64_t writes;
+  uint64_t other;
+  uint64_t errors;
+  uint64_t reconnects;
+  uint64_t queue_length;
+  uint64_t concurrency;
+} myaccel_sb_stat_t;
+void db_report_intermediate(myaccel_sb_stat_t *stat);
+void db_report_cumulative(myaccel_sb_stat_t *stat);
+]]
+
+local function load_c_reporters()
+  if c_reporters ~= nil then
+    return c_reporters
+  end
+  c_reporters = false
+  if not ffi_ok or os.getenv("MYACCEL_NO_FFI") then
+    return c_reporters
+  end
+  local ok = pcall(ffi.cdef, STAT_CDEF)
+  if not ok then
+    return c_reporters
+  end
+  local ok_i, f_i = pcall(function() return ffi.C.db_report_intermediate end)
+  local ok_c, f_c = pcall(function() return ffi.C.db_report_cumulative end)
+  if ok_i and ok_c then
+    c_reporters = { intermediate = f_i, cumulative = f_c }
+  end
+  return c_reporters
+end
+
+local function num(v)
+  if type(v) ~= "number" then
+    return 0
+  end
+  return v
+end
+
+local function to_c_stat(stat)
+  local s = ffi.new("myaccel_sb_stat_t")
+  s.threads_running = num(stat.threads_running)
+  s.time_interval = num(stat.time_interval)
+  s.time_total = num(stat.time_total)
+  s.latency_pct = num(stat.latency_pct)
+  s.latency_min = num(stat.latency_min)
+  s.latency_max = num(stat.latency_max)
+  s.latency_avg = num(stat.latency_avg)
+  s.latency_sum = num(stat.latency_sum)
+  s.events = num(stat.events)
+  s.reads = num(stat.reads)
+  s.writes = num(stat.writes)
+  s.other = num(stat.other)
+  s.errors = num(stat.errors)
+  s.reconnects = num(stat.reconnects)
+  s.queue_length = num(stat.queue_length)
+  s.concurrency = num(stat.concurrency)
+  return s
+end
+
+-- ------------------------------------------------------------ JSON encoding
+
+local function finite(x)
+  return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge
+end
+
+local function json_number(x)
+  if not finite(x) then
+    return "null"
+  end
+  if x == math.floor(x) and math.abs(x) < 2 ^ 53 then
+    return string.format("%.0f", x)
+  end
+  return string.format("%.10g", x)
+end
+
+local function json_string(s)
+  s = tostring(s):gsub('[%c"\\]', function(c)
+    if c == '"' then
+      return '\\"'
+    elseif c == "\\" then
+      return "\\\\"
+    end
+    return string.format("\\u%04x", c:byte())
+  end)
+  return '"' .. s .. '"'
+end
+
+-- Encode an array of {key, value} pairs as a JSON object (keeps key order).
+local function json_object(pairs_list)
+  local parts = {}
+  for i, kv in ipairs(pairs_list) do
+    local k, v = kv[1], kv[2]
+    local enc
+    if type(v) == "number" then
+      enc = json_number(v)
+    elseif type(v) == "boolean" then
+      enc = v and "true" or "false"
+    elseif v == nil then
+      enc = "null"
+    else
+      enc = json_string(v)
+    end
+    parts[i] = json_string(k) .. ":" .. enc
+  end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
+M.json_object = json_object
+
+-- --------------------------------------------------------------- records
+
+local function opt(name)
+  local o = sysbench.opt
+  if type(o) == "table" then
+    return o[name]
+  end
+  return nil
+end
+
+local function per_s(count, seconds)
+  if not finite(seconds) or seconds <= 0 then
+    return nil
+  end
+  return num(count) / seconds
+end
+
+local function ms(seconds)
+  if type(seconds) ~= "number" then
+    return nil
+  end
+  return seconds * 1000
+end
+
+local function common_fields(kind, stat, threads)
+  local dt = stat.time_interval
+  local queries = num(stat.reads) + num(stat.writes) + num(stat.other)
+  return {
+    { "v", M.SCHEMA },
+    { "kind", kind },
+    { "t", stat.time_total },
+    { "dt", dt },
+    { "threads", threads },
+    { "events", num(stat.events) },
+    { "reads", num(stat.reads) },
+    { "writes", num(stat.writes) },
+    { "other", num(stat.other) },
+    { "errors", num(stat.errors) },
+    { "reconnects", num(stat.reconnects) },
+    { "tps", per_s(stat.events, dt) },
+    { "qps", per_s(queries, dt) },
+    { "reads_per_s", per_s(stat.reads, dt) },
+    { "writes_per_s", per_s(stat.writes, dt) },
+    { "other_per_s", per_s(stat.other, dt) },
+    { "err_per_s", per_s(stat.errors, dt) },
+    { "reconn_per_s", per_s(stat.reconnects, dt) },
+    { "lat_ms_pct", ms(stat.latency_pct) },
+    { "pct", opt("percentile") },
+  }
+end
+
+function M.interval_record(stat)
+  local f = common_fields("interval", stat, stat.threads_running)
+  if num(opt("rate")) > 0 then
+    f[#f + 1] = { "queue_length", num(stat.queue_length) }
+    f[#f + 1] = { "concurrency", num(stat.concurrency) }
+  end
+  return json_object(f)
+end
+
+-- The final cumulative report runs in the main thread (sysbench.tid 0, no
+-- worker left running); checkpoint reports run in a background thread whose
+-- id is >= --threads.
+function M.is_checkpoint(stat)
+  local nthreads = num(opt("threads"))
+  return nthreads > 0 and num(sysbench.tid) >= nthreads and num(stat.threads_running) > 0
+end
+
+function M.cumulative_record(stat)
+  local checkpoint = M.is_checkpoint(stat)
+  -- threads_running is 0 once the workers are done: the summary reports --threads.
+  local threads = checkpoint and stat.threads_running or opt("threads")
+  local f = common_fields(checkpoint and "checkpoint" or "summary", stat, threads)
+  f[#f + 1] = { "lat_ms_min", ms(stat.latency_min) }
+  f[#f + 1] = { "lat_ms_avg", ms(stat.latency_avg) }
+  f[#f + 1] = { "lat_ms_max", ms(stat.latency_max) }
+  f[#f + 1] = { "lat_ms_sum", ms(stat.latency_sum) }
+  f[#f + 1] = { "workload", M.workload_name }
+  f[#f + 1] = { "sysbench", sysbench.version }
+  return json_object(f)
+end
+
+function M.emit(record)
+  io.write(M.PREFIX .. record .. "\n")
+  io.stdout:flush()
+end
+
+-- ------------------------------------------------------ human-readable text
+
+-- Fallback for the cumulative report when the C reporter cannot be called:
+-- the 1.0.20 layout of db_report_cumulative() for the fields Lua can see.
+local function lua_cumulative_text(stat)
+  local dt = num(stat.time_interval)
+  local queries = num(stat.reads) + num(stat.writes) + num(stat.other)
+  local function rate(x)
+    return dt > 0 and x / dt or 0
+  end
+  local L = {
+    "SQL statistics:",
+    "    queries performed:",
+    string.format("        read:                            %.0f", num(stat.reads)),
+    string.format("        write:                           %.0f", num(stat.writes)),
+    string.format("        other:                           %.0f", num(stat.other)),
+    string.format("        total:                           %.0f", queries),
+    string.format("    transactions:                        %-6.0f (%.2f per sec.)",
+      num(stat.events), rate(num(stat.events))),
+    string.format("    queries:                             %-6.0f (%.2f per sec.)",
+      queries, rate(queries)),
+    string.format("    ignored errors:                      %-6.0f (%.2f per sec.)",
+      num(stat.errors), rate(num(stat.errors))),
+    string.format("    reconnects:                          %-6.0f (%.2f per sec.)",
+      num(stat.reconnects), rate(num(stat.reconnects))),
+    "",
+    "General statistics:",
+    string.format("    total time:                          %.4fs", num(stat.time_total)),
+    string.format("    total number of events:              %.0f", num(stat.events)),
+    "",
+    "Latency (ms):",
+    string.format("         min: %39.2f", num(stat.latency_min) * 1000),
+    string.format("         avg: %39.2f", num(stat.latency_avg) * 1000),
+    string.format("         max: %39.2f", num(stat.latency_max) * 1000),
+    string.format("         %dth percentile: %27.2f", num(opt("percentile")),
+      num(stat.latency_pct) * 1000),
+    string.format("         sum: %39.2f", num(stat.latency_sum) * 1000),
+    "",
+  }
+  return table.concat(L, "\n") .. "\n"
+end
+
+local function human_intermediate(stat)
+  local c = load_c_reporters()
+  if c then
+    c.intermediate(to_c_stat(stat))
+  elseif sysbench.report_default then
+    sysbench.report_default(stat)
+  end
+end
+
+local function human_cumulative(stat)
+  local c = load_c_reporters()
+  if c then
+    c.cumulative(to_c_stat(stat))
+  else
+    io.write(lua_cumulative_text(stat))
+  end
+end
+
+-- ------------------------------------------------------------------ hooks
+
+function M.report_intermediate(stat)
+  -- Each part is protected: a failure in one must not lose the other.
+  pcall(human_intermediate, stat)
+  local ok, rec = pcall(M.interval_record, stat)
+  if ok then
+    M.emit(rec)
+  end
+end
+
+function M.report_cumulative(stat)
+  pcall(human_cumulative, stat)
+  local ok, rec = pcall(M.cumulative_record, stat)
+  if ok then
+    M.emit(rec)
+  end
+end
+
+function M.install()
+  sysbench.hooks.report_intermediate = M.report_intermediate
+  sysbench.hooks.report_cumulative = M.report_cumulative
+end
+
+-- ------------------------------------------------------ workload loading
+
+M.ENV_WORKLOAD = "MYACCEL_WORKLOAD"
+M.OPTION = "myaccel-workload"
+
+-- The workload named on the command line (--myaccel-workload=X) or in the
+-- environment (MYACCEL_WORKLOAD=X); the command line wins.
+function M.requested_workload()
+  local argv = sysbench.cmdline and sysbench.cmdline.argv
+  if type(argv) == "table" then
+    for _, a in pairs(argv) do
+      local v = tostring(a):match("^%-%-myaccel[-_]workload=(.+)$")
+      if v then
+        return v
+      end
+    end
+  end
+  local env = os.getenv(M.ENV_WORKLOAD)
+  if env and env ~= "" then
+    return env
+  end
+  return nil
+end
+
+-- Resolve a workload name (oltp_read_only) or path (/x/y.lua) to a file.
+function M.resolve_workload(name)
+  if name:find("/", 1, true) then
+    return name
+  end
+  local mod = name:gsub("%.lua$", "")
+  if package.searchpath then
+    local found = package.searchpath(mod, package.path)
+    if found then
+      return found
+    end
+  end
+  for tmpl in package.path:gmatch("[^;]+") do
+    local cand = tmpl:gsub("%?", mod)
+    local fh = io.open(cand, "r")
+    if fh then
+      fh:close()
+      return cand
+    end
+  end
+  return nil
+end
+
+function M.load_workload()
+  local name = M.requested_workload()
+  if not name then
+    error("myaccel wrapper: no workload given; set " .. M.ENV_WORKLOAD ..
+      "=oltp_read_only (or a path to a .lua script) or pass --" .. M.OPTION .. "=...", 0)
+  end
+  local path = M.resolve_workload(name)
+  if not path then
+    error("myaccel wrapper: workload '" .. name .. "' not found in " .. package.path, 0)
+  end
+  M.workload_name = (path:match("([^/]+)%.lua$")) or name
+  dofile(path)
+  -- Accept --myaccel-workload=... when the workload declares its options.
+  if type(sysbench.cmdline.options) == "table" then
+    sysbench.cmdline.options.myaccel_workload =
+      { "Workload script run by the myaccel wrapper (name or path)", name }
+  end
+  return path
+end
+
+return M

@@ -1,0 +1,164 @@
+"""Memory facts: /proc/meminfo, cgroup limits (v1 and v2), huge pages, THP, vm sysctls."""
+
+from __future__ import annotations
+
+from myaccel.facts.sysroot import Sysroot, parse_size
+from myaccel.model import Fact, MemoryFacts, known, unknown
+
+MEMINFO = "/proc/meminfo"
+THP = "/sys/kernel/mm/transparent_hugepage"
+UNLIMITED_V1 = 1 << 62  # v1 reports "no limit" as a page-rounded LONG_MAX
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        v = v.strip()
+        if not v:
+            continue
+        try:
+            out[k.strip()] = parse_size(v) if v.endswith("kB") else int(v.split()[0])
+        except ValueError:
+            continue
+    return out
+
+
+def selected_choice(text: str) -> str:
+    """``always [madvise] never`` -> ``madvise``; a plain value is returned as is."""
+    t = text.strip()
+    if "[" in t and "]" in t:
+        return t[t.index("[") + 1 : t.index("]")]
+    return t
+
+
+def cgroup_memory(sr: Sysroot, cgroup_file: str) -> tuple[Fact[str], Fact[str], Fact[int]]:
+    """(version, path, limit) for the process whose /proc/PID/cgroup is ``cgroup_file``.
+
+    The limit is the smallest one on the path from the cgroup up to the root (a parent's
+    limit binds its children). Known None means no limit."""
+    text = sr.read_text(cgroup_file)
+    if text is None:
+        r = unknown("cannot read the process's cgroup file", cgroup_file)
+        return r, r, r
+    v2_path: str | None = None
+    v1_path: str | None = None
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hid, ctrls, path = parts
+        if hid == "0" and ctrls == "":
+            v2_path = path
+        elif "memory" in ctrls.split(","):
+            v1_path = path
+    if v1_path is not None:
+        base = "/sys/fs/cgroup/memory"
+        limit = _walk_limit(sr, base, v1_path, "memory.limit_in_bytes")
+        return known("v1", cgroup_file), known(v1_path, cgroup_file), limit
+    if v2_path is not None:
+        limit = _walk_limit(sr, "/sys/fs/cgroup", v2_path, "memory.max")
+        return known("v2", cgroup_file), known(v2_path, cgroup_file), limit
+    r = unknown("no memory controller in the cgroup file", cgroup_file)
+    return known("none", cgroup_file), r, r
+
+
+def _walk_limit(sr: Sysroot, base: str, path: str, fname: str) -> Fact[int]:
+    parts = [p for p in path.strip("/").split("/") if p]
+    best: int | None = None
+    seen: list[str] = []
+    for depth in range(len(parts), -1, -1):
+        d = base + ("/" + "/".join(parts[:depth]) if depth else "")
+        raw = sr.read_text(f"{d}/{fname}")
+        if raw is None:
+            continue
+        seen.append(f"{d}/{fname}")
+        raw = raw.strip()
+        if raw == "max":
+            continue
+        try:
+            val = int(raw)
+        except ValueError:
+            continue
+        if val >= UNLIMITED_V1:
+            continue
+        best = val if best is None else min(best, val)
+    if not seen:
+        return unknown(f"no {fname} readable for {path}", f"{base}{path}/{fname}")
+    return Fact[int](value=best, source=seen[0])  # None: no limit anywhere on the path
+
+
+def collect_memory(sr: Sysroot) -> MemoryFacts:
+    text = sr.read_text(MEMINFO)
+    mi = parse_meminfo(text) if text else {}
+
+    def m(key: str) -> Fact[int]:
+        if not text:
+            return unknown("cannot read /proc/meminfo", MEMINFO)
+        if key not in mi:
+            return unknown(f"{key} not in /proc/meminfo", MEMINFO)
+        return known(mi[key], MEMINFO)
+
+    total = m("MemTotal")
+    cg_ver, cg_path, cg_limit = cgroup_memory(sr, "/proc/self/cgroup")
+    if total.known and total.value is not None:
+        eff_v = total.value
+        src = MEMINFO
+        if cg_limit.known and cg_limit.value is not None and cg_limit.value < eff_v:
+            eff_v, src = cg_limit.value, cg_limit.source
+        effective: Fact[int] = known(eff_v, src)
+    else:
+        effective = unknown(total.unknown or "no MemTotal", MEMINFO)
+
+    hp_size = m("Hugepagesize")
+
+    def thp(name: str) -> Fact[str]:
+        f = sr.read(f"{THP}/{name}")
+        if not f.known or f.value is None:
+            return f
+        return known(selected_choice(f.value), f.source)
+
+    hugetext = sr.read(f"{THP}/hugetext_enabled")
+    if not hugetext.known:
+        hugetext = unknown(
+            "no hugetext control (an Alibaba Cloud Linux feature); mainline kernels use "
+            "file THP via khugepaged or MADV_COLLAPSE",
+            f"{THP}/hugetext_enabled",
+        )
+
+    vm = "/proc/sys/vm"
+    return MemoryFacts(
+        total_bytes=total,
+        available_bytes=m("MemAvailable"),
+        swap_total_bytes=m("SwapTotal"),
+        swap_free_bytes=m("SwapFree"),
+        cgroup_version=cg_ver,
+        cgroup_path=cg_path,
+        cgroup_limit_bytes=cg_limit,
+        effective_limit_bytes=effective,
+        hugepages_total=m("HugePages_Total"),
+        hugepages_free=m("HugePages_Free"),
+        hugepage_size_bytes=hp_size,
+        thp_enabled=thp("enabled"),
+        thp_defrag=thp("defrag"),
+        thp_shmem_enabled=thp("shmem_enabled"),
+        thp_hugetext_enabled=hugetext,
+        swappiness=sr.read_int(f"{vm}/swappiness"),
+        dirty_ratio=sr.read_int(f"{vm}/dirty_ratio"),
+        dirty_background_ratio=sr.read_int(f"{vm}/dirty_background_ratio"),
+        dirty_bytes=sr.read_int(f"{vm}/dirty_bytes"),
+        dirty_background_bytes=sr.read_int(f"{vm}/dirty_background_bytes"),
+        dirty_expire_centisecs=sr.read_int(f"{vm}/dirty_expire_centisecs"),
+        dirty_writeback_centisecs=sr.read_int(f"{vm}/dirty_writeback_centisecs"),
+        numa_balancing=_numa_balancing(sr),
+    )
+
+
+def _numa_balancing(sr: Sysroot) -> Fact[int]:
+    f = sr.read_int("/proc/sys/kernel/numa_balancing")
+    if not f.known:
+        return unknown(
+            "not present (kernel without NUMA balancing, or a single-node machine)",
+            "/proc/sys/kernel/numa_balancing",
+        )
+    return f

@@ -1,0 +1,127 @@
+"""Network facts: interfaces, queue counts, the IRQs of each NIC and where they run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from myaccel.facts.sysroot import Sysroot
+from myaccel.model import Fact, Irq, NetInterface, NetworkFacts, known, unknown
+
+NET = "/sys/class/net"
+INTERRUPTS = "/proc/interrupts"
+
+
+@dataclass(frozen=True)
+class InterruptLine:
+    irq: int
+    counts: list[int]
+    name: str
+
+
+def parse_interrupts(text: str) -> list[InterruptLine]:
+    lines = text.splitlines()
+    if not lines:
+        return []
+    ncpu = len(lines[0].split())
+    out: list[InterruptLine] = []
+    for line in lines[1:]:
+        head, sep, rest = line.partition(":")
+        if not sep or not head.strip().isdigit():
+            continue
+        toks = rest.split()
+        counts: list[int] = []
+        for t in toks[:ncpu]:
+            if not t.isdigit():
+                break
+            counts.append(int(t))
+        tail = toks[len(counts) :]
+        name = tail[-1] if tail else ""
+        out.append(InterruptLine(int(head), counts, name))
+    return out
+
+
+def _irqs_of_device(sr: Sysroot, dev_dir: str) -> set[int]:
+    """MSI IRQ numbers of a PCI device (or its parent, for virtio)."""
+    found: set[int] = set()
+    d = dev_dir
+    for _ in range(2):
+        for n in sr.listdir(f"{d}/msi_irqs"):
+            if n.isdigit():
+                found.add(int(n))
+        if found:
+            break
+        d = d.rsplit("/", 1)[0]
+    return found
+
+
+def collect_network(sr: Sysroot) -> NetworkFacts:
+    names = sr.listdir(NET)
+    if not names:
+        u = unknown("no interfaces in /sys/class/net", NET)
+        return NetworkFacts(interfaces=u, irqbalance_running=_irqbalance(sr))
+    itext = sr.read_text(INTERRUPTS) or ""
+    ilines = parse_interrupts(itext)
+    by_irq = {il.irq: il for il in ilines}
+    ifaces: list[NetInterface] = []
+    for name in names:
+        base = f"{NET}/{name}"
+        dev_real = sr.realpath(f"{base}/device")
+        driver: str | None = None
+        if dev_real:
+            drv = sr.realpath(f"{base}/device/driver")
+            driver = drv.rstrip("/").rsplit("/", 1)[-1] if drv else None
+        queues = sr.listdir(f"{base}/queues")
+        rxq = sum(1 for q in queues if q.startswith("rx-"))
+        txq = sum(1 for q in queues if q.startswith("tx-"))
+        irq_nums: set[int] = _irqs_of_device(sr, dev_real) if dev_real else set()
+        dev_base = dev_real.rstrip("/").rsplit("/", 1)[-1] if dev_real else None
+        for il in ilines:
+            nm = il.name
+            if (
+                nm.startswith(name + "-")
+                or nm == name
+                or (dev_base and nm.startswith(dev_base + "-"))
+            ):
+                irq_nums.add(il.irq)
+        irqs: list[Irq] = []
+        for n in sorted(irq_nums):
+            il_opt = by_irq.get(n)
+            aff = sr.read_text(f"/proc/irq/{n}/smp_affinity_list")
+            irqs.append(
+                Irq(
+                    irq=n,
+                    name=il_opt.name if il_opt else "",
+                    affinity=aff.strip() if aff is not None else None,
+                    count=sum(il_opt.counts) if il_opt else None,
+                )
+            )
+        mtu = sr.read_int(f"{base}/mtu")
+        speed = sr.read_int(f"{base}/speed")
+        oper = sr.read(f"{base}/operstate")
+        ifaces.append(
+            NetInterface(
+                name=name,
+                driver=driver,
+                operstate=oper.value if oper.known else None,
+                mtu=mtu.value if mtu.known else None,
+                speed_mbps=speed.value if speed.known and (speed.value or 0) > 0 else None,
+                rx_queues=rxq or None,
+                tx_queues=txq or None,
+                irqs=irqs,
+            )
+        )
+    return NetworkFacts(
+        interfaces=known(ifaces, f"{NET}, {INTERRUPTS}, /proc/irq/*/smp_affinity_list"),
+        irqbalance_running=_irqbalance(sr),
+    )
+
+
+def _irqbalance(sr: Sysroot) -> Fact[bool]:
+    pids = [p for p in sr.listdir("/proc") if p.isdigit()]
+    if not pids:
+        return unknown("no process list under /proc", "/proc/*/comm")
+    for p in pids:
+        comm = sr.read_text(f"/proc/{p}/comm")
+        if comm is not None and comm.strip() == "irqbalance":
+            return known(True, f"/proc/{p}/comm")
+    return known(False, "/proc/*/comm")

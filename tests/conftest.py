@@ -1,0 +1,49 @@
+"""Fixtures shared by all test suites.
+
+- ``myaccel_home``: a private, empty ``$MYACCEL_HOME`` for one test (nothing touches ~).
+- ``sandbox_server``: one real MariaDB/MySQL sandbox named ``pytest`` for the whole session,
+  running with the base config, destroyed at the end. Skips when no server is installed.
+  Please do not stop it or change its config; init your own sandbox for that.
+- ``sandbox_env``: ``sandbox_server`` with ``$MYACCEL_HOME`` pointing at its home for one
+  test, so ``myaccel ... --sandbox pytest`` works in-process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from myaccel import proc
+from myaccel.server.sandbox import Sandbox
+
+SESSION_SANDBOX = "pytest"
+
+
+@pytest.fixture
+def myaccel_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "myaccel-home"
+    home.mkdir()
+    monkeypatch.setenv("MYACCEL_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def sandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    if proc.which("mariadbd") is None and proc.which("mysqld") is None:
+        pytest.skip("no mariadbd/mysqld installed (apt-get install mariadb-server)")
+    home = tmp_path_factory.mktemp("sandbox-home")
+    sb = Sandbox.init(SESSION_SANDBOX, home=home, timeout_s=120)
+    try:
+        yield sb
+    finally:
+        sb.destroy()
+
+
+@pytest.fixture
+def sandbox_env(sandbox_server: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    monkeypatch.setenv("MYACCEL_HOME", str(sandbox_server.home))
+    if not sandbox_server.is_running():
+        sandbox_server.start(timeout_s=120)
+    return sandbox_server
