@@ -38,7 +38,8 @@ demo: system-deps venv
 	@bash scripts/demo.sh
 
 bench-probe: venv
-	$(BIN)/python -m myaccel.bench_self probe
+	$(BIN)/python scripts/bench_probe.py
+	@test -f scripts/bench_binary.py && $(BIN)/python scripts/bench_binary.py || true
 
 clean:
 	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache

@@ -64,7 +64,9 @@ def collect_kernel(sr: Sysroot) -> KernelFacts:
     proc_names = [n for n in sr.listdir(PROC_SCHED) if n.startswith("sched_")]
     debug_names = sr.listdir(DEBUG_SCHED)
     location: Fact[str]
-    if any(n[len("sched_") :] in SCHED_KNOBS for n in proc_names):
+    # sched_child_runs_first stays in procfs on new kernels: it proves nothing.
+    moved = set(SCHED_KNOBS) - {"child_runs_first", "preempt"}
+    if any(n[len("sched_") :] in moved for n in proc_names):
         location = known("procfs", PROC_SCHED)
         for n in SCHED_KNOBS:
             f = sr.read(f"{PROC_SCHED}/sched_{n}")
