@@ -24,7 +24,13 @@ WORKLOADS = (
 )
 # Workloads that change the data: comparisons restore a snapshot before each run.
 WRITE_WORKLOADS = frozenset(
-    {"oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index", "oltp_insert"}
+    {
+        "oltp_read_write",
+        "oltp_write_only",
+        "oltp_update_index",
+        "oltp_update_non_index",
+        "oltp_insert",
+    }
 )
 SHORT_NAMES = {
     "ro": "oltp_read_only",
@@ -61,7 +67,9 @@ class Profile:
 
     def scaled(self, scale: float) -> Profile:
         if not 0 < scale <= 1:
-            raise UsageError(f"--scale {scale} is out of range", hint="use a factor in (0, 1], e.g. --scale 0.01")
+            raise UsageError(
+                f"--scale {scale} is out of range", hint="use a factor in (0, 1], e.g. --scale 0.01"
+            )
         if scale == 1:
             return self
         return replace(
@@ -205,6 +213,8 @@ def normalize_workload(name: str) -> str:
     if n not in WORKLOADS:
         raise UsageError(
             f"unknown workload '{name}'",
-            hint="use one of " + ", ".join(WORKLOADS) + " (or ro/rw/wo/ps), or a path to a .lua script",
+            hint="use one of "
+            + ", ".join(WORKLOADS)
+            + " (or ro/rw/wo/ps), or a path to a .lua script",
         )
     return n

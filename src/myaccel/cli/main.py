@@ -47,10 +47,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from myaccel.cli import probe, sandbox
+    from myaccel.cli import bench, probe, sandbox
 
     cli.add_command(probe.probe)
     cli.add_command(sandbox.sandbox)
+    cli.add_command(bench.bench)
 
 
 _register()

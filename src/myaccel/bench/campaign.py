@@ -1,0 +1,324 @@
+"""Measured runs: quietness check, counters and CPU time around sysbench, parsing, validity,
+and the run record written to disk as soon as the run ends."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import resource
+import socket
+import statistics
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from myaccel.bench.records import USABLE_FAILURE_KINDS, FailureKind
+from myaccel.bench.run_record import (
+    CampaignIndex,
+    RunRecord,
+    RunSummary,
+    SeriesPoint,
+    Validity,
+    config_digest,
+    write_json_atomic,
+)
+from myaccel.bench.runner import (
+    ProgressFn,
+    RunSpec,
+    execute,
+    host_quietness,
+    innodb_counters,
+    mask_password,
+    process_cpu_s,
+    run_argv,
+)
+from myaccel.bench.sysbench_output import parse_output
+from myaccel.errors import MyaccelError
+from myaccel.server.connection import ConnectParams, connect, query_rows
+
+EventFn = Callable[[str], None]
+
+
+def new_campaign_id(kind: str) -> str:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{kind}-{uuid.uuid4().hex[:6]}"
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class BenchContext:
+    target: ConnectParams  # the benchmark user
+    admin: ConnectParams  # reads variables and status
+    out_dir: Path
+    campaign_id: str
+    host: dict[str, Any]
+    server: dict[str, Any]
+    dataset: dict[str, Any]
+    server_pid: int | None = None
+    on_report: ProgressFn | None = None
+    on_event: EventFn | None = None
+    index: CampaignIndex | None = None
+    records: list[RunRecord] = field(default_factory=list)
+
+    def event(self, msg: str) -> None:
+        if self.on_event:
+            self.on_event(msg)
+
+    def save_index(self) -> None:
+        if self.index is not None:
+            write_json_atomic(self.out_dir / "campaign.json", self.index.model_dump_json(indent=2))
+
+
+def host_info() -> dict[str, Any]:
+    from myaccel.facts.cpu import collect_cpu
+    from myaccel.facts.sysroot import Sysroot
+
+    sr = Sysroot("/")
+    c = collect_cpu(sr)
+    rel = sr.read("/proc/sys/kernel/osrelease")
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": c.model.value,
+        "arch": c.arch.value,
+        "logical_cpus": c.logical_cpus.value,
+        "kernel": rel.value,
+    }
+
+
+def server_info(admin: ConnectParams) -> tuple[dict[str, Any], dict[str, str]]:
+    from myaccel.server.flavor import parse_server_version
+
+    conn = connect(admin)
+    try:
+        v, c = query_rows(conn, "SELECT VERSION(), @@version_comment")[0]
+        variables = {str(k): str(val) for k, val in query_rows(conn, "SHOW GLOBAL VARIABLES")}
+    finally:
+        conn.close()
+    sv = parse_server_version(str(v), str(c or ""))
+    info = {
+        "version_string": str(v),
+        "flavor": sv.flavor if sv else None,
+        "version": sv.text if sv else None,
+        "buffer_pool_bytes": int(variables.get("innodb_buffer_pool_size", "0") or 0),
+    }
+    return info, variables
+
+
+def _steady_cv(series: list[SeriesPoint], warmup_s: int) -> float | None:
+    vals = [p.tps for p in series if p.t_s > warmup_s]
+    if len(vals) > 2:
+        vals = vals[:-1]  # the last interval may be partial
+    if len(vals) < 3:
+        return None
+    m = statistics.mean(vals)
+    return 100.0 * statistics.stdev(vals) / m if m > 0 else None
+
+
+def measure_run(
+    ctx: BenchContext, spec: RunSpec, *, index: int, arm: str | None = None
+) -> RunRecord:
+    quiet = host_quietness(1.0)
+    variables: dict[str, str] = {}
+    try:
+        _, variables = server_info(ctx.admin)
+    except MyaccelError as exc:
+        ctx.event(f"warning: could not read server variables before the run: {exc.message}")
+    c0 = innodb_counters(ctx.admin)
+    s0 = process_cpu_s(ctx.server_pid)
+    h0 = resource.getrusage(resource.RUSAGE_SELF)
+    argv, env = run_argv(spec, ctx.target)
+    raw = execute(argv, env, timeout_s=spec.total_s + 120, on_report=ctx.on_report)
+    h1 = resource.getrusage(resource.RUSAGE_SELF)
+    s1 = process_cpu_s(ctx.server_pid)
+    c1 = innodb_counters(ctx.admin)
+    parsed = parse_output(raw.output, exit_code=raw.exit_code)
+
+    out_file = ctx.out_dir / f"run-{index:03d}.out"
+    out_file.write_text(raw.output)
+
+    summary: RunSummary | None = None
+    s = parsed.summary
+    if s is not None:
+        pct = s.percentile
+        window = s.window_s or s.total_time_s
+        summary = RunSummary(
+            tps=s.transactions_per_s or (s.transactions / window if window else 0.0),
+            qps=s.queries_per_s or (s.queries_total / window if window else 0.0),
+            reads=s.queries_read,
+            writes=s.queries_write,
+            other=s.queries_other,
+            transactions=s.transactions,
+            queries=s.queries_total,
+            ignored_errors=s.ignored_errors,
+            reconnects=s.reconnects,
+            latency_ms_min=s.latency_ms_min,
+            latency_ms_avg=s.latency_ms_avg,
+            latency_ms_max=s.latency_ms_max,
+            latency_ms_p95=s.latency_ms_pct if pct == 95 else None,
+            latency_ms_p99=s.latency_ms_pct if pct == 99 else None,
+            window_s=window,
+        )
+    series = [
+        SeriesPoint(
+            t_s=i.t_s,
+            tps=i.tps,
+            qps=i.qps,
+            latency_ms_pct=i.latency_ms_pct,
+            err_per_s=i.err_per_s,
+            reconn_per_s=i.reconn_per_s,
+            threads=i.threads,
+        )
+        for i in parsed.intervals
+    ]
+
+    reasons: list[str] = []
+    warnings: list[str] = []
+    if raw.timed_out:
+        reasons.append("sysbench did not finish in time and was killed")
+    if parsed.failure not in USABLE_FAILURE_KINDS or summary is None:
+        reasons.append(
+            f"{parsed.failure.value}: "
+            + "; ".join(parsed.failure_reasons or ("no usable summary",))
+        )
+    if parsed.failure is FailureKind.IGNORED_ERRORS_PRESENT:
+        warnings.append("ignored errors were retried: latency and query counts are inflated")
+    err_rate = None
+    recon = 0
+    if summary is not None:
+        denom = summary.transactions + summary.ignored_errors
+        err_rate = 100.0 * summary.ignored_errors / denom if denom else 0.0
+        recon = summary.reconnects
+        if recon > 0:
+            reasons.append(f"the client reconnected {recon} time(s)")
+        if err_rate > 1.0:
+            warnings.append(f"error rate {err_rate:.1f}% of transactions")
+    cv = _steady_cv(series, spec.warmup_s)
+    if cv is not None and cv > 25:
+        warnings.append(f"throughput not steady: per-second TPS CV {cv:.0f}% after warm-up")
+
+    hit = None
+    cache_check = None
+    rr = c1.get("Innodb_buffer_pool_read_requests", 0) - c0.get(
+        "Innodb_buffer_pool_read_requests", 0
+    )
+    rd = c1.get("Innodb_buffer_pool_reads", 0) - c0.get("Innodb_buffer_pool_reads", 0)
+    if rr > 0:
+        hit = 100.0 * (1 - rd / rr)
+    expect = ctx.dataset.get("expect")
+    if expect and hit is not None:
+        if expect == "cpu-bound":
+            cache_check = (
+                "holds"
+                if hit >= 99.0
+                else f"violated: buffer pool hit ratio {hit:.2f}% < 99% on a CPU-bound dataset"
+            )
+        elif expect == "io-bound":
+            cache_check = (
+                "holds"
+                if hit < 99.0
+                else f"violated: buffer pool hit ratio {hit:.2f}% >= 99% on an IO-bound dataset"
+            )
+        if cache_check and cache_check != "holds":
+            warnings.append(cache_check)
+
+    ncpu = os.cpu_count() or 1
+    is_quiet = None
+    if quiet:
+        is_quiet = quiet.get("load1", 0) < 0.5 * ncpu and quiet.get("steal_pct", 0) < 5
+        if not is_quiet:
+            warnings.append(
+                f"host busy before the run (load {quiet.get('load1', 0):.2f} on {ncpu} CPUs, steal {quiet.get('steal_pct', 0):.1f}%)"
+            )
+
+    harness = (h1.ru_utime - h0.ru_utime) + (h1.ru_stime - h0.ru_stime)
+    rec = RunRecord(
+        run_id=f"{ctx.campaign_id}/{index:03d}",
+        campaign_id=ctx.campaign_id,
+        index=index,
+        arm=arm,
+        workload=spec.workload,
+        threads=spec.threads,
+        seed=spec.seed,
+        spec=asdict(spec),
+        command=mask_password(raw.argv),
+        started_at=dt.datetime.fromtimestamp(raw.started_at, dt.UTC).isoformat(timespec="seconds"),
+        wall_s=round(raw.wall_s, 3),
+        host=ctx.host,
+        server=ctx.server,
+        config_digest=config_digest(variables) if variables else None,
+        dataset=ctx.dataset,
+        summary=summary,
+        series=series,
+        validity=Validity(
+            valid=not reasons,
+            reasons=reasons,
+            warnings=warnings,
+            exit_code=raw.exit_code,
+            failure=parsed.failure.value,
+            error_rate_pct=err_rate,
+            reconnects=recon,
+            steady_cv_pct=cv,
+            buffer_pool_hit_pct=hit,
+            cache_check=cache_check,
+            quiet=is_quiet,
+            load1=quiet.get("load1"),
+            steal_pct=quiet.get("steal_pct"),
+            busy_pct_before=quiet.get("busy_pct"),
+        ),
+        client_cpu_s=round(raw.client_cpu_s, 3),
+        server_cpu_s=round(s1 - s0, 3) if s0 is not None and s1 is not None else None,
+        harness_cpu_s=round(harness, 3),
+        output_file=out_file.name,
+    )
+    path = ctx.out_dir / f"run-{index:03d}.json"
+    write_json_atomic(path, rec.model_dump_json(indent=2))
+    ctx.records.append(rec)
+    if ctx.index is not None:
+        ctx.index = ctx.index.model_copy(update={"runs": [*ctx.index.runs, path.name]})
+        ctx.save_index()
+    return rec
+
+
+def load_runs(path: Path) -> list[RunRecord]:
+    """Runs from a campaign directory, a campaign.json, or a single run JSON."""
+    from myaccel.errors import UsageError
+
+    if path.is_dir():
+        files = sorted(path.glob("run-*.json"))
+    elif path.is_file():
+        files = [path]
+    else:
+        raise UsageError(
+            f"'{path}' does not exist", hint="pass a results directory or a run/campaign JSON file"
+        )
+    runs: list[RunRecord] = []
+    for f in files:
+        import json
+
+        try:
+            doc = json.loads(f.read_text())
+        except ValueError as exc:
+            raise UsageError(
+                f"'{f}' is not JSON: {exc}", hint="pass a myaccel run or campaign file"
+            ) from exc
+        schema = doc.get("schema_version") if isinstance(doc, dict) else None
+        if schema == "myaccel.campaign/1":
+            runs += load_runs(f.parent)
+            continue
+        if schema != "myaccel.run/1":
+            raise UsageError(
+                f"'{f}' has schema {schema!r}, expected myaccel.run/1",
+                hint="pass files written by `myaccel bench` or `myaccel ab` of this version",
+            )
+        runs.append(RunRecord.model_validate(doc))
+    if not runs:
+        raise UsageError(
+            f"no runs found in '{path}'",
+            hint="pass a directory written by `myaccel bench` or `myaccel ab`",
+        )
+    return runs

@@ -1,0 +1,171 @@
+"""The run record: one schema-versioned JSON document per sysbench run, and the campaign
+index that lists them. Written as each run finishes, so a crash loses no finished run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from myaccel.model import Frozen
+
+RUN_SCHEMA = "myaccel.run/1"
+CAMPAIGN_SCHEMA = "myaccel.campaign/1"
+
+# Variables that differ between two instances of one configuration (paths, ports,
+# identities, clocks) and so must not count as a configuration difference.
+VOLATILE_VARIABLES = frozenset(
+    {
+        "port",
+        "socket",
+        "pid_file",
+        "datadir",
+        "log_error",
+        "hostname",
+        "server_uuid",
+        "timestamp",
+        "general_log_file",
+        "slow_query_log_file",
+        "tmpdir",
+        "basedir",
+        "gtid_binlog_pos",
+        "gtid_binlog_state",
+        "gtid_current_pos",
+        "gtid_slave_pos",
+        "gtid_executed",
+        "gtid_purged",
+        "innodb_version",
+        "log_bin_basename",
+        "log_bin_index",
+        "relay_log_basename",
+        "relay_log_index",
+        "relay_log_info_file",
+        "pseudo_thread_id",
+        "rand_seed1",
+        "rand_seed2",
+        "last_insert_id",
+        "insert_id",
+        "identity",
+        "warning_count",
+        "error_count",
+        "server_id",
+        "report_port",
+        "innodb_data_home_dir",
+        "innodb_log_group_home_dir",
+        "innodb_undo_directory",
+        "innodb_tmpdir",
+        "aria_log_dir_path",
+        "plugin_dir",
+        "character_sets_dir",
+        "lc_messages_dir",
+        "secure_file_priv",
+        "wsrep_data_home_dir",
+        "system_time_zone",
+        "in_transaction",
+        "external_user",
+        "proxy_user",
+        "user",
+    }
+)
+
+
+def config_digest(variables: dict[str, str]) -> str:
+    stable = {k: v for k, v in sorted(variables.items()) if k.lower() not in VOLATILE_VARIABLES}
+    return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class RunSummary(Frozen):
+    tps: float
+    qps: float
+    reads: int
+    writes: int
+    other: int
+    transactions: int
+    queries: int
+    ignored_errors: int
+    reconnects: int
+    latency_ms_min: float
+    latency_ms_avg: float
+    latency_ms_max: float
+    latency_ms_p95: float | None = None
+    latency_ms_p99: float | None = None
+    window_s: float
+
+
+class SeriesPoint(Frozen):
+    t_s: float
+    tps: float
+    qps: float
+    latency_ms_pct: float
+    err_per_s: float
+    reconn_per_s: float
+    threads: int
+
+
+class Validity(Frozen):
+    valid: bool
+    reasons: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    exit_code: int
+    failure: str
+    error_rate_pct: float | None = None
+    reconnects: int = 0
+    steady_cv_pct: float | None = None
+    buffer_pool_hit_pct: float | None = None
+    cache_check: str | None = None  # "holds", "violated: ...", None when not asked
+    quiet: bool | None = None
+    load1: float | None = None
+    steal_pct: float | None = None
+    busy_pct_before: float | None = None
+
+
+class RunRecord(Frozen):
+    schema_version: str = RUN_SCHEMA
+    run_id: str
+    campaign_id: str
+    index: int
+    arm: str | None = None
+    workload: str
+    threads: int
+    seed: int | None = None
+    spec: dict[str, Any]
+    command: list[str]
+    started_at: str
+    wall_s: float
+    host: dict[str, Any]
+    server: dict[str, Any]
+    config_digest: str | None = None
+    dataset: dict[str, Any]
+    summary: RunSummary | None = None
+    series: list[SeriesPoint] = Field(default_factory=list)
+    validity: Validity
+    client_cpu_s: float | None = None
+    server_cpu_s: float | None = None
+    harness_cpu_s: float | None = None
+    output_file: str | None = None
+
+
+class CampaignIndex(Frozen):
+    schema_version: str = CAMPAIGN_SCHEMA
+    campaign_id: str
+    kind: str  # bench, ab
+    created_at: str
+    profile: dict[str, Any]
+    command: list[str]
+    arms: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    runs: list[str] = Field(default_factory=list)
+    finished: bool = False
+    notes: list[str] = Field(default_factory=list)
+
+
+def write_json_atomic(path: Path, doc: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(doc)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

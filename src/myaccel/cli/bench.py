@@ -1,0 +1,295 @@
+"""`myaccel bench`: sysbench runs against a sandbox or an existing server."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from myaccel.bench.campaign import (
+    BenchContext,
+    host_info,
+    measure_run,
+    new_campaign_id,
+    now_iso,
+    server_info,
+)
+from myaccel.bench.profiles import Profile, get_profile, normalize_workload
+from myaccel.bench.run_record import CampaignIndex, RunRecord
+from myaccel.bench.runner import (
+    ROW_BYTES,
+    RunSpec,
+    cleanup_dataset,
+    preflight,
+    prepare_dataset,
+    verify_dataset,
+)
+from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.progress import RunProgress, note
+from myaccel.errors import UsageError
+from myaccel.paths import myaccel_home
+from myaccel.server.connection import ConnectionOptions, ConnectParams, resolve
+
+
+def parse_threads(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        vals = tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+    except ValueError:
+        raise UsageError(
+            f"--threads '{text}' is not a list of numbers", hint="e.g. --threads 1,8,32"
+        ) from None
+    if not vals or any(v < 1 for v in vals):
+        raise UsageError(
+            f"--threads '{text}' must list positive numbers", hint="e.g. --threads 1,8,32"
+        )
+    return vals
+
+
+def targets(conn: ConnectionOptions) -> tuple[ConnectParams, ConnectParams, int | None]:
+    """(benchmark user, admin, server pid) for a sandbox or an existing server."""
+    if conn.sandbox is not None:
+        from myaccel.server.sandbox import Sandbox
+
+        sb = Sandbox.load(conn.sandbox)
+        return sb.bench_params(), sb.connect_params(), sb.pid
+    p = resolve(conn)
+    return p, p, _local_pid(p)
+
+
+def _local_pid(p: ConnectParams) -> int | None:
+    from myaccel.server.connection import connect, query_value
+
+    try:
+        conn = connect(p)
+        try:
+            pid_file = str(query_value(conn, "SELECT @@pid_file") or "")
+        finally:
+            conn.close()
+        pid = int(Path(pid_file).read_text().strip())
+        return pid if Path(f"/proc/{pid}").exists() else None
+    except (OSError, ValueError, UsageError):
+        return None
+    except Exception:  # pragma: no cover - best effort only
+        return None
+
+
+def build_profile(kwargs: dict[str, Any]) -> Profile:
+    prof = get_profile(kwargs["profile"])
+    if kwargs.get("workload"):
+        prof = replace(prof, workloads=tuple(normalize_workload(w) for w in kwargs["workload"]))
+    else:
+        for w in prof.workloads:
+            normalize_workload(w)
+    th = parse_threads(kwargs.get("threads"))
+    if th:
+        prof = replace(prof, threads=th)
+    for key, field_ in (
+        ("time", "duration_s"),
+        ("warmup", "warmup_s"),
+        ("tables", "tables"),
+        ("table_size", "table_size"),
+        ("runs", "runs_per_arm"),
+        ("report_interval", "report_interval_s"),
+    ):
+        v = kwargs.get(key)
+        if v is not None:
+            if v < (0 if key == "warmup" else 1):
+                raise UsageError(
+                    f"--{key.replace('_', '-')} must be positive", hint="see myaccel bench --help"
+                )
+            prof = replace(prof, **{field_: v})
+    if kwargs.get("scale") is not None:
+        prof = prof.scaled(kwargs["scale"])
+    for w in prof.workloads:
+        if w.endswith(".lua") and not Path(w).is_file():
+            raise UsageError(
+                f"Lua script '{w}' does not exist", hint="pass the path of a sysbench Lua script"
+            )
+    return prof
+
+
+def size_dataset(prof: Profile, kind: str | None, buffer_pool_bytes: int) -> Profile:
+    if kind is None:
+        return prof
+    if buffer_pool_bytes <= 0:
+        raise UsageError(
+            "cannot size the dataset: innodb_buffer_pool_size unknown",
+            hint="use --tables/--table-size",
+        )
+    if kind == "cpu-bound":
+        rows = int(0.5 * buffer_pool_bytes / ROW_BYTES / prof.tables)
+    else:
+        rows = int(4.5 * buffer_pool_bytes / ROW_BYTES / prof.tables)
+    return replace(prof, table_size=max(1000, rows))
+
+
+@click.command()
+@server_options
+@click.option(
+    "--profile",
+    default="quick",
+    show_default=True,
+    help="quick, standard, full, yitian, polardb-cpu, polardb-io, tdsql, kunpeng.",
+)
+@click.option(
+    "--workload",
+    "-w",
+    multiple=True,
+    help="Workload (repeatable): oltp_read_only ... or ro/rw/wo/ps, or a .lua path.",
+)
+@click.option("--threads", "-t", help="Thread counts, e.g. 1,8,32 (a sweep).")
+@click.option("--time", type=int, help="Measured seconds per run (after warm-up).")
+@click.option("--warmup", type=int, help="Warm-up seconds excluded from the summary.")
+@click.option("--tables", type=int, help="Number of tables.")
+@click.option("--table-size", type=int, help="Rows per table.")
+@click.option(
+    "--dataset",
+    type=click.Choice(["cpu-bound", "io-bound"]),
+    help="Size the data from the buffer pool (<= 50% / >= 4x) and check it after the run.",
+)
+@click.option("--runs", type=int, help="Repetitions per cell.")
+@click.option("--scale", type=float, help="Shrink rows and time (0 < F <= 1) for small machines.")
+@click.option("--seed", type=int, help="Random seed (default: one per run, recorded).")
+@click.option(
+    "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
+)
+@click.option(
+    "--ignore-errors", help="sysbench --mysql-ignore-errors list (default: sysbench's own)."
+)
+@click.option("--report-interval", type=int, help="Seconds between interval reports.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Results directory (default under $MYACCEL_HOME/results).",
+)
+@click.option(
+    "--cleanup", is_flag=True, help="Drop an existing dataset of another size and prepare anew."
+)
+@click.option("--prepare-only", is_flag=True, help="Prepare (or verify) the dataset and stop.")
+def bench(**kwargs: Any) -> None:
+    """Run sysbench workloads and record one JSON document per run."""
+    conn = connection_options(kwargs)
+    prof = build_profile(kwargs)
+    bench_p, admin_p, pid = targets(conn)
+    sinfo, _ = server_info(admin_p)
+    prof = size_dataset(prof, kwargs["dataset"], int(sinfo.get("buffer_pool_bytes") or 0))
+    t_start = time.monotonic()
+
+    specs = [
+        RunSpec(
+            workload=w,
+            threads=t,
+            duration_s=prof.duration_s,
+            warmup_s=prof.warmup_s,
+            tables=prof.tables,
+            table_size=prof.table_size,
+            report_interval_s=prof.report_interval_s,
+            rand_type=prof.rand_type,
+            ps_mode=kwargs["ps_mode"],
+            ignore_errors=kwargs["ignore_errors"],
+        )
+        for w, t in prof.cells
+    ]
+    preflight(admin_p, max(specs, key=lambda s: s.threads))
+
+    if kwargs["cleanup"]:
+        note("dropping the existing dataset (--cleanup)")
+        cleanup_dataset(admin_p)
+    state = verify_dataset(admin_p, prof.tables, prof.table_size)
+    if state == "empty":
+        secs = prepare_dataset(bench_p, prof.tables, prof.table_size, log=note)
+        note(f"dataset prepared in {secs:.0f} s")
+    else:
+        note(f"reusing the prepared dataset ({prof.tables} x {prof.table_size:,} rows, verified)")
+    if kwargs["prepare_only"]:
+        return
+
+    cid = new_campaign_id("bench")
+    out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = BenchContext(
+        target=bench_p,
+        admin=admin_p,
+        out_dir=out,
+        campaign_id=cid,
+        host=host_info(),
+        server=sinfo,
+        dataset={
+            "tables": prof.tables,
+            "table_size": prof.table_size,
+            "profile": prof.name,
+            "scale": prof.scale,
+            "expect": kwargs["dataset"],
+        },
+        server_pid=pid,
+        on_event=note,
+    )
+    ctx.index = CampaignIndex(
+        campaign_id=cid,
+        kind="bench",
+        created_at=now_iso(),
+        profile=asdict(prof),
+        command=["myaccel", *sys.argv[1:]],
+    )
+    ctx.save_index()
+    total = len(specs) * prof.runs_per_arm
+    n = 0
+    for r in range(prof.runs_per_arm):
+        for spec in specs:
+            n += 1
+            seed = kwargs["seed"] if kwargs["seed"] is not None else 1000 + r
+            s = replace(spec, seed=seed)
+            pg = RunProgress()
+            ctx.on_report = pg.report
+            pg.start(f"[{n}/{total}] {s.workload} {s.threads} thr", s.total_s)
+            rec = measure_run(ctx, s, index=n)
+            pg.stop(_result_line(rec))
+    ctx.index = ctx.index.model_copy(update={"finished": True})
+    ctx.save_index()
+    click.echo(format_runs_table(ctx.records))
+    wall = time.monotonic() - t_start
+    harness = sum(r.harness_cpu_s or 0 for r in ctx.records)
+    run_wall = sum(r.wall_s for r in ctx.records) or 1
+    click.echo(f"results: {out}")
+    click.echo(
+        f"duration: {wall:.0f} s; harness CPU {harness:.2f} s = {100 * harness / run_wall:.2f}% of one CPU over the runs"
+    )
+
+
+def _result_line(rec: RunRecord) -> str:
+    if rec.summary is None or not rec.validity.valid:
+        return "INVALID: " + "; ".join(rec.validity.reasons)
+    s = rec.summary
+    w = f" ({'; '.join(rec.validity.warnings)})" if rec.validity.warnings else ""
+    return f"tps {s.tps:,.1f} qps {s.qps:,.1f} p95 {s.latency_ms_p95 or 0:.2f} ms{w}"
+
+
+def format_runs_table(records: list[RunRecord]) -> str:
+    cells: dict[tuple[str, int], list[RunRecord]] = {}
+    for r in records:
+        cells.setdefault((r.workload, r.threads), []).append(r)
+    lines = [
+        "| workload | threads | runs (valid) | median TPS | median QPS | median p95 ms | CV % |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (w, t), rs in cells.items():
+        ok = [r.summary for r in rs if r.summary is not None and r.validity.valid]
+        if ok:
+            tps = [s.tps for s in ok]
+            cv = 100 * statistics.stdev(tps) / statistics.mean(tps) if len(tps) > 1 else 0.0
+            p95 = [s.latency_ms_p95 for s in ok if s.latency_ms_p95 is not None]
+            lines.append(
+                f"| {w} | {t} | {len(rs)} ({len(ok)}) | {statistics.median(tps):,.1f} | {statistics.median([s.qps for s in ok]):,.1f} | "
+                f"{statistics.median(p95) if p95 else float('nan'):.2f} | {cv:.1f} |"
+            )
+        else:
+            lines.append(f"| {w} | {t} | {len(rs)} (0) | - | - | - | - |")
+    return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""Progress for long work: a live line on a terminal, plain rate-limited lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+
+def interactive() -> bool:
+    return sys.stderr.isatty() and not _ci()
+
+
+def _ci() -> bool:
+    import os
+
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+class RunProgress:
+    """Shows TPS and time left of the current run; in pipes and CI prints a line at most
+    every ``plain_every_s`` seconds."""
+
+    def __init__(self, plain_every_s: float = 10.0) -> None:
+        self.tty = interactive()
+        self.plain_every_s = plain_every_s
+        self._progress: Progress | None = None
+        self._task: Any = None
+        self._label = ""
+        self._total = 0.0
+        self._last_plain = 0.0
+
+    def start(self, label: str, total_s: float) -> None:
+        self._label, self._total = label, total_s
+        self._last_plain = time.monotonic()
+        if self.tty:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[tps]}"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(label, total=total_s, tps="")
+        else:
+            click.echo(f"{label}: started ({total_s:.0f} s)", err=True)
+
+    def report(self, rep: dict[str, Any]) -> None:
+        if rep.get("kind") != "interval":
+            return
+        t = float(rep.get("t") or 0)
+        tps = rep.get("tps")
+        tps_s = f"tps {tps:,.1f}" if isinstance(tps, int | float) else "tps ?"
+        if self._progress is not None:
+            self._progress.update(self._task, completed=min(t, self._total), tps=tps_s)
+        elif time.monotonic() - self._last_plain >= self.plain_every_s:
+            self._last_plain = time.monotonic()
+            click.echo(f"{self._label}: t={t:.0f}/{self._total:.0f} s {tps_s}", err=True)
+
+    def stop(self, result: str) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+        click.echo(f"{self._label}: {result}", err=True)
+
+
+def note(msg: str) -> None:
+    click.echo(msg, err=True)
