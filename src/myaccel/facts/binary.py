@@ -3,7 +3,17 @@
 ``collect_binary(path)`` reads a mysqld/mariadbd (or any ELF file) and returns
 ``myaccel.model.BinaryFacts``. It never runs the binary and never shells out: headers come
 from pyelftools, everything bulky (instruction words, symbol tables, DWARF unit headers) is
-read straight from a memory map, so a 250 MB RelWithDebInfo server takes a few seconds.
+read straight from a memory map with numpy, so Debian's 25 MB arm64 mariadbd (2.2 million
+instructions) takes about 0.1 s. A separate debug file (Debian's -dbgsym, found by build id
+under /usr/lib/debug, or by .gnu_debuglink) stands in for the stripped symbol table,
+.comment and DWARF.
+
+LTO and PGO leave few traces. LTO: GCC's ``.lto_priv.`` symbols, clang's ``.llvm.N``
+suffixes, ``.gnu.lto_`` sections, a "GNU GIMPLE" or ``-flto`` DW_AT_producer. PGO: only
+``-fprofile-use`` (or clang's ``-fprofile-instr-use``) in DW_AT_producer is proof; ``.cold``
+symbols are recorded as weak evidence (GCC splits hot/cold code without a profile too).
+Without symbols and DWARF these facts are unknown with the reason, never a false "no".
+Producers are read from a sample of compile units (first, last and spread), not all.
 
 Atomics on aarch64 (KNOWLEDGE section 5). The executable sections are scanned as
 little-endian 32-bit words with numpy masks. We do not disassemble with capstone or
@@ -461,11 +471,13 @@ def _code_regions(img: _Image) -> list[_Region]:
     ]
 
 
-def _data_ranges(symtab: _SymbolTable | None, region: _Region, sec_index: int | None) -> I64:
-    """Word indices of a region that ``$d`` mapping symbols mark as data (objdump prints them
-    as .word); empty when the symbol table is gone."""
+def _data_ranges(
+    symtab: _SymbolTable | None, region: _Region, sec_index: int | None
+) -> list[tuple[int, int]]:
+    """Word ranges [start, end) of a region that ``$d`` mapping symbols mark as data (objdump
+    prints them as .word); none when the symbol table is gone."""
     if symtab is None or sec_index is None or symtab.count == 0:
-        return np.zeros(0, dtype=np.int64)
+        return []
     st = symtab.strtab
     names = np.clip(symtab.names, 0, len(st))
     raw = np.frombuffer(st + b"\0\0\0", dtype=np.uint8)
@@ -474,28 +486,38 @@ def _data_ranges(symtab: _SymbolTable | None, region: _Region, sec_index: int | 
     mapping &= symtab.shndx == sec_index
     idx = np.flatnonzero(mapping)
     if idx.size == 0 or not np.any(c1[idx] == ord("d")):
-        return np.zeros(0, dtype=np.int64)
+        return []
     addrs = symtab.values[idx].astype(np.int64) - region.addr
     is_data = c1[idx] == ord("d")
     order = np.lexsort((~is_data, addrs))  # at one address a $x after a $d wins
     addrs, is_data = addrs[order], is_data[order]
     n = region.size // 4
-    word_addr = np.arange(n, dtype=np.int64) * 4
-    last = np.searchsorted(addrs, word_addr, side="right") - 1
-    data = (last >= 0) & is_data[np.maximum(last, 0)]
-    return np.flatnonzero(data).astype(np.int64)
+    ranges: list[tuple[int, int]] = []
+    for j in np.flatnonzero(is_data).tolist():
+        start = int(addrs[j])
+        end = int(addrs[j + 1]) if j + 1 < addrs.size else region.size
+        lo, hi = max(0, (start + 3) // 4), min(n, (end + 3) // 4)
+        if hi > lo:
+            ranges.append((lo, hi))
+    return ranges
 
 
 def _scan_region(
-    img: _Image, region: _Region, totals: _ScanTotals, data_words: I64, cache: dict[int, Any]
+    img: _Image,
+    region: _Region,
+    totals: _ScanTotals,
+    data_ranges: list[tuple[int, int]],
+    cache: dict[int, Any],
 ) -> None:
     n = region.size // 4
     if n == 0:
         return
     words = np.frombuffer(img.read(region.offset, n * 4), dtype="<u4").copy()
-    if data_words.size:
-        words[data_words] = 0  # udf #0: matches nothing below
-    totals.scanned += n - int(data_words.size)
+    skipped = 0
+    for lo, hi in data_ranges:
+        skipped += hi - lo  # ranges end at the next mapping symbol: no overlaps
+        words[lo:hi] = 0  # udf #0: matches nothing below
+    totals.scanned += n - skipped
     cand = np.flatnonzero(_candidates(words))
     kinds = np.zeros(cand.size, dtype=np.int8)  # 1 lse, 2 xload, 3 xstore
     if cand.size:
@@ -594,8 +616,8 @@ def _atomics(img: _Image, symtab: _SymbolTable | None) -> Fact[AtomicsFacts]:
     cache: dict[int, Any] = {}
     sec_index = {s.name: s.index for s in img.sections}
     for region in regions:
-        data_words = _data_ranges(symtab, region, sec_index.get(region.name))
-        _scan_region(img, region, totals, data_words, cache)
+        data = _data_ranges(symtab, region, sec_index.get(region.name))
+        _scan_region(img, region, totals, data, cache)
     calls = _helper_calls(totals)
     helper_symbols = 0
     if symtab is not None:
@@ -640,13 +662,9 @@ class _Blob:
         self.plain: bytearray | None = None
         raw_off, raw_size = sec.offset, sec.size
         if sec.flags & _SHF_COMPRESSED:
-            e = "<" if img.little else ">"
-            if img.elf_class == 64:
-                ch_type = struct.unpack_from(e + "I", img.read(raw_off, 4))[0]
-                hdr = 24
-            else:
-                ch_type = struct.unpack_from(e + "I", img.read(raw_off, 4))[0]
-                hdr = 12
+            # Elf64_Chdr is 24 bytes, Elf32_Chdr 12; both start with ch_type
+            ch_type = struct.unpack_from("<I" if img.little else ">I", img.read(raw_off, 4))[0]
+            hdr = 24 if img.elf_class == 64 else 12
             if ch_type != 1:  # ELFCOMPRESS_ZLIB; zstd (2) needs a module we do not have
                 raise _DwarfStopError(f"{sec.name} is compressed with type {ch_type}")
             self._start_inflate(raw_off + hdr, raw_size - hdr)
@@ -791,7 +809,10 @@ class _Dwarf:
             return offsets
         off = 0
         while len(offsets) < limit:
-            raw = info.read(off, 12)
+            try:
+                raw = info.read(off, 12)
+            except _DwarfStopError:  # compressed and huge: sample what was inflated
+                break
             if len(raw) < 4:
                 break
             e: Literal["little", "big"] = "little" if self.img.little else "big"
@@ -934,19 +955,22 @@ _MAX_UNITS = 96  # producers read (each costs one abbreviation lookup)
 _MAX_UNITS_WALKED = 1_000_000
 
 
-def _dwarf_producers(img: _Image) -> tuple[list[str], str | None]:
-    """Distinct DW_AT_producer strings of the first compile units, or a reason why none."""
+def _dwarf_producers(img: _Image) -> tuple[dict[str, int], int, str | None]:
+    """DW_AT_producer strings of a sample of compile units with how many units each,
+    the number of units read, or a reason why none."""
     if img.section(".debug_info") is None and img.section(".zdebug_info") is None:
-        return [], "no .debug_info"
+        return {}, 0, "no .debug_info"
+    seen: dict[str, int] = {}
+    units = 0
     try:
-        seen: dict[str, None] = {}
         for p in _Dwarf(img).producers(_MAX_UNITS):
-            seen.setdefault(p, None)
-        return list(seen), None
+            seen[p] = seen.get(p, 0) + 1
+            units += 1
     except _DwarfStopError as exc:
-        return [], f"DWARF not readable: {exc}"
-    except (zlib.error, struct.error, ValueError, IndexError) as exc:
-        return [], f"DWARF not readable: {type(exc).__name__}"
+        return seen, units, None if seen else f"DWARF not readable: {exc}"
+    except Exception as exc:  # damaged DWARF: what was read so far still counts
+        return seen, units, None if seen else f"DWARF not readable: {type(exc).__name__}"
+    return seen, units, None
 
 
 def _switches(producer: str) -> list[str]:
@@ -1143,7 +1167,7 @@ def _build_traces(
     if not traces.instrumented and _gcda_strings(img):
         traces.instrumented.append("GCC .gcda profile paths in read-only data")
 
-    producers, dwarf_why = _dwarf_producers(dwarf_img)
+    producers, units, dwarf_why = _dwarf_producers(dwarf_img)
     compiled = [p for p in producers if not p.startswith(("GNU AS", "GNU assembler"))]
     with_switches = [p for p in compiled if _switches(p)]
     gimple = [p for p in compiled if p.startswith("GNU GIMPLE")]
@@ -1156,12 +1180,16 @@ def _build_traces(
     pgo_units = [p for p in with_switches if any(s.startswith(use_flags) for s in _switches(p))]
     if pgo_units:
         flag = next(s for s in _switches(pgo_units[0]) if s.startswith(use_flags))
-        traces.pgo.append(f"DW_AT_producer of {len(pgo_units)} units has {flag}")
+        n = sum(producers[p] for p in pgo_units)
+        traces.pgo.append(f"DW_AT_producer of {n} of {units} sampled units has {flag}")
     gen_flags = ("-fprofile-generate", "-fprofile-instr-generate", "-fprofile-arcs")
     if any(s.startswith(gen_flags) for p in with_switches for s in _switches(p)):
         traces.instrumented.append("DW_AT_producer has -fprofile-generate")
 
-    src_dwarf = f"{dwarf_img.path}:DW_AT_producer of {len(compiled)} compile units"
+    src_dwarf = (
+        f"{dwarf_img.path}:DW_AT_producer of {units} sampled compile units "
+        f"({len(compiled)} distinct compiler lines)"
+    )
     src_syms = f"{img.path}:{' + '.join(t.section for t in tables) or 'no symbol table'}"
     out: dict[str, Fact[Any]] = {}
 
