@@ -58,7 +58,7 @@ def targets(conn: ConnectionOptions) -> tuple[ConnectParams, ConnectParams, int 
         from myaccel.server.sandbox import Sandbox
 
         sb = Sandbox.load(conn.sandbox)
-        return sb.bench_params(), sb.connect_params(), sb.pid
+        return sb.bench_params(tcp=False), sb.connect_params(), sb.pid
     p = resolve(conn)
     return p, p, _local_pid(p)
 
