@@ -47,11 +47,13 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from myaccel.cli import bench, probe, sandbox
+    from myaccel.cli import ab, bench, probe, sandbox
 
     cli.add_command(probe.probe)
     cli.add_command(sandbox.sandbox)
     cli.add_command(bench.bench)
+    cli.add_command(ab.ab)
+    cli.add_command(ab.compare)
 
 
 _register()

@@ -1,0 +1,253 @@
+"""Compare two sets of runs cell by cell (workload x threads) with honest statistics, and
+format the article-style table (baseline, tuned, gain %) with CIs and verdicts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import Field
+
+from myaccel.bench import stats
+from myaccel.bench.run_record import RunRecord
+from myaccel.errors import UsageError
+from myaccel.model import Frozen
+
+COMPARISON_SCHEMA = "myaccel.comparison/1"
+
+
+class CellResult(Frozen):
+    workload: str
+    threads: int
+    n_baseline: int
+    n_candidate: int
+    invalid_runs: int
+    baseline_tps_median: float | None
+    candidate_tps_median: float | None
+    baseline_cv_pct: float | None
+    candidate_cv_pct: float | None
+    delta_pct: float | None
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    ci_coverage: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    p_method: str | None
+    mde_pct: float | None
+    verdict: str
+    reason: str
+    advice: list[str] = Field(default_factory=list)
+    baseline_p95_ms_median: float | None = None
+    candidate_p95_ms_median: float | None = None
+    baseline_tps: list[float] = Field(default_factory=list)
+    candidate_tps: list[float] = Field(default_factory=list)
+
+
+class Comparison(Frozen):
+    schema_version: str = COMPARISON_SCHEMA
+    created_at: str
+    metric: str = "tps"
+    baseline_label: str
+    candidate_label: str
+    baseline_runs: list[str]
+    candidate_runs: list[str]
+    cells: list[CellResult]
+    geomean_delta_pct: float | None = None
+    geomean_ci_low_pct: float | None = None
+    geomean_ci_high_pct: float | None = None
+    warnings: list[str] = Field(default_factory=list)
+    forced: bool = False
+
+
+def _mismatches(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> list[str]:
+    def one(rs: Sequence[RunRecord], key: str) -> set[str]:
+        out: set[str] = set()
+        for r in rs:
+            if key == "host":
+                out.add(str(r.host.get("hostname")))
+            elif key == "server":
+                out.add(f"{r.server.get('flavor')} {r.server.get('version')}")
+            elif key == "dataset":
+                d = r.dataset
+                out.add(f"{d.get('tables')} x {d.get('table_size')} (scale {d.get('scale')})")
+        return out
+
+    probs = []
+    for key, what in (("host", "hosts"), ("server", "server versions"), ("dataset", "datasets")):
+        sa, sb = one(a, key), one(b, key)
+        if sa != sb or len(sa) > 1:
+            probs.append(f"different {what}: {', '.join(sorted(sa))} vs {', '.join(sorted(sb))}")
+    return probs
+
+
+def compare_runs(
+    baseline: Sequence[RunRecord],
+    candidate: Sequence[RunRecord],
+    *,
+    baseline_label: str = "baseline",
+    candidate_label: str = "candidate",
+    force: bool = False,
+    seed: int = 0,
+    allow_server_difference: bool = False,
+) -> Comparison:
+    probs = _mismatches(baseline, candidate)
+    if allow_server_difference:
+        probs = [p for p in probs if not p.startswith("different server versions")]
+    if probs and not force:
+        raise UsageError(
+            "refusing to compare: " + "; ".join(probs),
+            hint="compare runs of one host, server version and dataset, or pass --force to do it anyway",
+        )
+    warnings = [f"forced: {p}" for p in probs]
+    cells: dict[tuple[str, int], tuple[list[RunRecord], list[RunRecord]]] = {}
+    for r in baseline:
+        cells.setdefault((r.workload, r.threads), ([], []))[0].append(r)
+    for r in candidate:
+        cells.setdefault((r.workload, r.threads), ([], []))[1].append(r)
+
+    def ok(rs: list[RunRecord]) -> list[RunRecord]:
+        return [r for r in rs if r.validity.valid and r.summary is not None and r.summary.tps > 0]
+
+    usable: dict[str, tuple[list[float], list[float]]] = {}
+    for (w, t), (ra, rb) in cells.items():
+        va = [r.summary.tps for r in ok(ra) if r.summary]
+        vb = [r.summary.tps for r in ok(rb) if r.summary]
+        if va and vb:
+            usable[f"{w}@{t}"] = (va, vb)
+    results = stats.compare_cells(usable, seed=seed) if usable else []
+    by_name = {c.name: c for c in results}
+
+    out_cells: list[CellResult] = []
+    for (w, t), (ra, rb) in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        oa, ob = ok(ra), ok(rb)
+        invalid = len(ra) + len(rb) - len(oa) - len(ob)
+        p95a = [r.summary.latency_ms_p95 for r in oa if r.summary and r.summary.latency_ms_p95]
+        p95b = [r.summary.latency_ms_p95 for r in ob if r.summary and r.summary.latency_ms_p95]
+        c = by_name.get(f"{w}@{t}")
+        if c is None:
+            out_cells.append(
+                CellResult(
+                    workload=w,
+                    threads=t,
+                    n_baseline=len(oa),
+                    n_candidate=len(ob),
+                    invalid_runs=invalid,
+                    baseline_tps_median=statistics.median([r.summary.tps for r in oa if r.summary])
+                    if oa
+                    else None,
+                    candidate_tps_median=statistics.median([r.summary.tps for r in ob if r.summary])
+                    if ob
+                    else None,
+                    baseline_cv_pct=None,
+                    candidate_cv_pct=None,
+                    delta_pct=None,
+                    ci_low_pct=None,
+                    ci_high_pct=None,
+                    ci_coverage=None,
+                    p_value=None,
+                    p_adjusted=None,
+                    p_method=None,
+                    mde_pct=None,
+                    verdict="inconclusive",
+                    reason="an arm has no valid run in this cell",
+                    advice=["see the runs' validity reasons; rerun the cell"],
+                )
+            )
+            continue
+        out_cells.append(
+            CellResult(
+                workload=w,
+                threads=t,
+                n_baseline=c.baseline.n,
+                n_candidate=c.candidate.n,
+                invalid_runs=invalid,
+                baseline_tps_median=c.baseline.median,
+                candidate_tps_median=c.candidate.median,
+                baseline_cv_pct=c.baseline.cv_pct,
+                candidate_cv_pct=c.candidate.cv_pct,
+                delta_pct=c.delta_pct,
+                ci_low_pct=c.ci_low_pct,
+                ci_high_pct=c.ci_high_pct,
+                ci_coverage=c.ci_coverage,
+                p_value=c.p_value,
+                p_adjusted=c.p_adjusted,
+                p_method=c.p_method,
+                mde_pct=c.mde_pct,
+                verdict=c.verdict,
+                reason=c.reason,
+                advice=list(c.advice),
+                baseline_p95_ms_median=statistics.median(p95a) if p95a else None,
+                candidate_p95_ms_median=statistics.median(p95b) if p95b else None,
+                baseline_tps=list(c.baseline_values),
+                candidate_tps=list(c.candidate_values),
+            )
+        )
+    geo: stats.GeoMean | None = None
+    if results:
+        try:
+            geo = stats.geomean_ratio(results, seed=seed)
+        except (ValueError, UsageError):
+            geo = None
+    if invalid_total := sum(c.invalid_runs for c in out_cells):
+        warnings.append(
+            f"{invalid_total} run(s) were invalid and left out (see their validity reasons)"
+        )
+    return Comparison(
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        baseline_label=baseline_label,
+        candidate_label=candidate_label,
+        baseline_runs=[r.run_id for r in baseline],
+        candidate_runs=[r.run_id for r in candidate],
+        cells=out_cells,
+        geomean_delta_pct=geo.delta_pct if geo else None,
+        geomean_ci_low_pct=geo.ci_low_pct if geo else None,
+        geomean_ci_high_pct=geo.ci_high_pct if geo else None,
+        warnings=warnings,
+        forced=bool(probs),
+    )
+
+
+def _f(v: float | None, fmt: str = ",.1f") -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:+.1f}%"
+
+
+def format_markdown(cmp: Comparison) -> str:
+    lines = [
+        f"| workload | threads | {cmp.baseline_label} TPS | {cmp.candidate_label} TPS | gain % | 95% CI | p (Holm) | n | verdict |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for c in cmp.cells:
+        ci = "-" if c.ci_low_pct is None else f"[{c.ci_low_pct:+.1f}%, {c.ci_high_pct:+.1f}%]"
+        p = "-" if c.p_adjusted is None else f"{c.p_adjusted:.3g}"
+        lines.append(
+            f"| {c.workload} | {c.threads} | {_f(c.baseline_tps_median)} | {_f(c.candidate_tps_median)} | "
+            f"{_pct(c.delta_pct)} | {ci} | {p} | {c.n_baseline}+{c.n_candidate} | {c.verdict} |"
+        )
+    if cmp.geomean_delta_pct is not None:
+        lines.append("")
+        lines.append(
+            f"Geometric mean over {len(cmp.cells)} cell(s): {cmp.geomean_delta_pct:+.1f}% "
+            f"(95% CI {cmp.geomean_ci_low_pct:+.1f}% to {cmp.geomean_ci_high_pct:+.1f}%)."
+        )
+    notes = []
+    for c in cmp.cells:
+        notes.append(
+            f"- {c.workload} @ {c.threads}: {c.reason}"
+            + (f" Next: {c.advice[0]}" if c.advice else "")
+        )
+    if notes:
+        lines += ["", *notes]
+    for w in cmp.warnings:
+        lines.append(f"- warning: {w}")
+    return "\n".join(lines) + "\n"
+
+
+def summary_dict(cmp: Comparison) -> dict[str, Any]:
+    return {c.workload + "@" + str(c.threads): c.verdict for c in cmp.cells}

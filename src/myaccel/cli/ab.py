@@ -1,0 +1,257 @@
+"""`myaccel ab` (interleaved A/B on a sandbox) and `myaccel compare` (statistics)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from myaccel.bench.ab import SNAPSHOT, AbPlan, Arm, check_arm, run_campaign
+from myaccel.bench.campaign import (
+    BenchContext,
+    host_info,
+    load_runs,
+    new_campaign_id,
+    now_iso,
+    server_info,
+)
+from myaccel.bench.compare import Comparison, compare_runs, format_markdown
+from myaccel.bench.run_record import CampaignIndex, RunRecord, write_json_atomic
+from myaccel.bench.runner import (
+    RunSpec,
+    cleanup_dataset,
+    preflight,
+    prepare_dataset,
+    verify_dataset,
+)
+from myaccel.cli.bench import _result_line, build_profile, size_dataset
+from myaccel.cli.progress import RunProgress, note
+from myaccel.errors import UsageError
+from myaccel.paths import myaccel_home
+from myaccel.server.sandbox import Sandbox, parse_sets
+
+
+def _arm(name: str, config: str | None, sets: tuple[str, ...], basedir: str | None) -> Arm:
+    cfg = None if config in (None, "default") else Path(str(config))
+    arm = Arm(
+        name=name,
+        config=cfg,
+        sets=parse_sets(list(sets)),
+        basedir=Path(basedir) if basedir else None,
+    )
+    check_arm(arm)
+    return arm
+
+
+@click.command()
+@click.option(
+    "--sandbox",
+    "sandbox_name",
+    default="default",
+    show_default=True,
+    help="Sandbox to use (created with the distribution's defaults if missing).",
+)
+@click.option(
+    "--baseline",
+    metavar="CONFIG",
+    help="Baseline option file ('default' or omitted: the sandbox's own configuration).",
+)
+@click.option("--candidate", metavar="CONFIG", help="Candidate option file.")
+@click.option(
+    "--baseline-set",
+    multiple=True,
+    metavar="K=V",
+    help="Extra setting for the baseline (repeatable).",
+)
+@click.option(
+    "--candidate-set",
+    multiple=True,
+    metavar="K=V",
+    help="Extra setting for the candidate (repeatable).",
+)
+@click.option("--baseline-basedir", metavar="DIR", help="Server build for the baseline.")
+@click.option("--candidate-basedir", metavar="DIR", help="Server build for the candidate.")
+@click.option("--profile", default="quick", show_default=True)
+@click.option("--workload", "-w", multiple=True)
+@click.option("--threads", "-t")
+@click.option("--time", type=int)
+@click.option("--warmup", type=int)
+@click.option("--tables", type=int)
+@click.option("--table-size", type=int)
+@click.option("--dataset", type=click.Choice(["cpu-bound", "io-bound"]))
+@click.option(
+    "--runs", type=int, help="Runs per arm and cell (default: the profile's, 5 for quick)."
+)
+@click.option("--scale", type=float)
+@click.option(
+    "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
+)
+@click.option("--report-interval", type=int)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False))
+@click.option("--cleanup", is_flag=True, help="Drop a dataset of another size and prepare anew.")
+def ab(**kwargs: Any) -> None:
+    """Compare two configurations (or builds) on a sandbox with interleaved runs.
+
+    Arms alternate A B B A ..., both arms of a round share the random seed, the dataset is
+    restored from a snapshot before each write-workload run, and the server is prewarmed
+    after each restart. The verdict per cell comes with a 95% CI and a Holm-corrected p.
+    """
+    t0 = time.monotonic()
+    prof = build_profile(kwargs)
+    if prof.runs_per_arm < 3:
+        note(f"warning: {prof.runs_per_arm} run(s) per arm cannot give a verdict; 5 is the default")
+    arms = {
+        "baseline": _arm(
+            "baseline", kwargs["baseline"], kwargs["baseline_set"], kwargs["baseline_basedir"]
+        ),
+        "candidate": _arm(
+            "candidate", kwargs["candidate"], kwargs["candidate_set"], kwargs["candidate_basedir"]
+        ),
+    }
+    if arms["baseline"].key() == arms["candidate"].key():
+        note("note: both arms have the same configuration (an A/A comparison)")
+    name = kwargs["sandbox_name"]
+    if Sandbox.exists(name):
+        sb = Sandbox.load(name)
+    else:
+        note(f"creating sandbox '{name}' with the distribution's default configuration")
+        sb = Sandbox.init(name, basedir=arms["baseline"].basedir, progress=note)
+    sb.stop()
+    b = arms["baseline"]
+    sb.start(config=b.config, sets=b.sets, basedir=b.basedir, progress=note)
+    admin, bench_p = sb.connect_params(), sb.bench_params(tcp=False)
+    sinfo, _ = server_info(admin)
+    prof = size_dataset(prof, kwargs["dataset"], int(sinfo.get("buffer_pool_bytes") or 0))
+    biggest = max(prof.threads)
+    preflight(
+        admin,
+        RunSpec(
+            workload=prof.workloads[0],
+            threads=biggest,
+            duration_s=1,
+            warmup_s=0,
+            tables=prof.tables,
+            table_size=prof.table_size,
+            ps_mode=kwargs["ps_mode"],
+        ),
+    )
+    if kwargs["cleanup"]:
+        cleanup_dataset(admin)
+    if verify_dataset(admin, prof.tables, prof.table_size) == "empty":
+        secs = prepare_dataset(bench_p, prof.tables, prof.table_size, log=note)
+        note(f"dataset prepared in {secs:.0f} s")
+    else:
+        note(f"reusing the prepared dataset ({prof.tables} x {prof.table_size:,} rows, verified)")
+    sb.stop()
+    if any(s.name == SNAPSHOT for s in sb.snapshot_list()):
+        sb.snapshot_delete(SNAPSHOT)
+    sb.snapshot_save(SNAPSHOT)
+    note("dataset snapshot saved; write workloads start from it in every run")
+
+    cid = new_campaign_id("ab")
+    out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = BenchContext(
+        target=bench_p,
+        admin=admin,
+        out_dir=out,
+        campaign_id=cid,
+        host=host_info(),
+        server=sinfo,
+        dataset={
+            "tables": prof.tables,
+            "table_size": prof.table_size,
+            "profile": prof.name,
+            "scale": prof.scale,
+            "expect": kwargs["dataset"],
+        },
+        on_event=note,
+    )
+    ctx.index = CampaignIndex(
+        campaign_id=cid,
+        kind="ab",
+        created_at=now_iso(),
+        profile=asdict(prof),
+        command=["myaccel", *sys.argv[1:]],
+        arms={k: a.describe() for k, a in arms.items()},
+    )
+    ctx.save_index()
+    plan = AbPlan(sandbox=sb, profile=prof, arms=arms, ps_mode=kwargs["ps_mode"], on_event=note)
+    progress: dict[str, RunProgress] = {}
+
+    def before(n: int, total: int, spec: RunSpec, arm: str) -> None:
+        pg = RunProgress()
+        progress["cur"] = pg
+        ctx.on_report = pg.report
+        pg.start(f"[{n}/{total}] {arm:9s} {spec.workload} {spec.threads} thr", spec.total_s)
+
+    def after(rec: RunRecord) -> None:
+        progress["cur"].stop(_result_line(rec))
+
+    try:
+        records = run_campaign(plan, ctx, before_run=before, after_run=after)
+    finally:
+        # Leave the sandbox on its own configuration, whatever happened.
+        sb.stop()
+        sb.start(progress=note)
+    ctx.index = ctx.index.model_copy(update={"finished": True})
+    ctx.save_index()
+    cmp = compare_runs(
+        [r for r in records if r.arm == "baseline"],
+        [r for r in records if r.arm == "candidate"],
+        allow_server_difference=arms["baseline"].basedir != arms["candidate"].basedir,
+    )
+    write_outputs(cmp, out)
+    click.echo(format_markdown(cmp), nl=False)
+    harness = sum(r.harness_cpu_s or 0 for r in records)
+    run_wall = sum(r.wall_s for r in records) or 1
+    click.echo(f"results: {out}")
+    click.echo(
+        f"duration: {time.monotonic() - t0:.0f} s; harness CPU {100 * harness / run_wall:.2f}% of one CPU during the runs"
+    )
+
+
+def write_outputs(cmp: Comparison, out: Path) -> None:
+    write_json_atomic(out / "comparison.json", cmp.model_dump_json(indent=2))
+    (out / "comparison.md").write_text(format_markdown(cmp))
+
+
+@click.command()
+@click.argument("baseline", type=click.Path())
+@click.argument("candidate", type=click.Path(), required=False)
+@click.option(
+    "--force", is_flag=True, help="Compare runs of different hosts, versions or datasets anyway."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison JSON.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Write comparison.json and comparison.md here.",
+)
+def compare(
+    baseline: str, candidate: str | None, force: bool, as_json: bool, out_dir: str | None
+) -> None:
+    """Compare runs: two result directories (A then B), or one `ab` campaign's two arms."""
+    a = load_runs(Path(baseline))
+    if candidate is None:
+        base = [r for r in a if r.arm == "baseline"]
+        cand = [r for r in a if r.arm == "candidate"]
+        if not base or not cand:
+            raise UsageError(
+                f"'{baseline}' is not an A/B campaign with two arms",
+                hint="pass two result directories: myaccel compare BASELINE_DIR CANDIDATE_DIR",
+            )
+        labels = ("baseline", "candidate")
+    else:
+        base, cand = a, load_runs(Path(candidate))
+        labels = (Path(baseline).name or "A", Path(candidate).name or "B")
+    cmp = compare_runs(base, cand, baseline_label=labels[0], candidate_label=labels[1], force=force)
+    if out_dir:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        write_outputs(cmp, Path(out_dir))
+    click.echo(cmp.model_dump_json(indent=2) if as_json else format_markdown(cmp), nl=not as_json)
