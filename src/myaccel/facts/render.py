@@ -228,7 +228,13 @@ def sections(facts: Facts) -> list[Section]:
         atom = "unknown"
         if at.known and at.value is not None:
             a = at.value
-            atom = f"{a.klass} (LSE {a.lse_instructions}, LL/SC stores {a.exclusive_stores}, helper sites {a.helper_sites})"
+            atom = (
+                f"{a.klass}: {max(a.lse_instructions - a.helper_sites, 0)} inline LSE, "
+                f"{a.helper_calls} calls to {a.helper_sites} outline helpers, "
+                f"{max(a.exclusive_stores - a.helper_sites, 0)} LL/SC loops outside helpers"
+            )
+            if a.klass == "not-applicable":
+                atom = f"not applicable ({a.detail or 'not aarch64'})"
         elif at.unknown:
             atom = f"n/a ({at.unknown})"
         out.append(
