@@ -145,6 +145,10 @@ _SEED_RE = re.compile(r"^Initializing random number generator from seed \((-?\d+
 _SEED_TIME_RE = re.compile(r"^Initializing random number generator from (current time|timer)")
 _FORCED_SHUTDOWN_RE = re.compile(r"^Forcing shutdown in (\d+) seconds\s*$")
 
+# Records another thread printed before this line's newline (print() in Lua writes the
+# newline separately): "... reconn/s: 0.00SQL statistics:". Split them apart.
+_GLUED_RE = re.compile(r"(?<=[^\n])(?=MYACCEL \{|SQL statistics:|FATAL: )")
+
 _MAX_DIGITS = 30  # longer digit strings are garbage, not sysbench numbers
 
 
@@ -778,9 +782,13 @@ def _classify(
         kinds.append(FailureKind.FATAL_ERROR)
         reasons.append(f"sysbench exited with code {exit_code}")
 
-    if command == "unknown" and st.version is None and not st.fatals and summary is None:
-        kinds.append(FailureKind.UNRECOGNIZED)
-        reasons.append("this does not look like sysbench output")
+    if command == "unknown" and not st.fatals and summary is None:
+        if st.version is None:
+            kinds.append(FailureKind.UNRECOGNIZED)
+            reasons.append("this does not look like sysbench output")
+        else:
+            kinds.append(FailureKind.NO_SUMMARY)
+            reasons.append("sysbench printed its banner and nothing else")
 
     if summary is not None:
         if summary.reconnects > 0:
@@ -814,7 +822,8 @@ def parse_output(text: str | bytes, *, exit_code: int | None = None) -> Sysbench
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     st = _State()
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    text = _GLUED_RE.sub("\n", text.replace("\r\n", "\n").replace("\r", "\n"))
+    lines = text.split("\n")
     # sysbench ends every line with a newline: a last line without one was cut short.
     last = lines.pop()
     for raw in lines:

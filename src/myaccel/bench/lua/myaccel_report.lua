@@ -10,10 +10,11 @@
 -- The human-readable reports stay: the hooks first call sysbench's own C
 -- reporters (db_report_intermediate / db_report_cumulative, exported by the
 -- sysbench binary) through the LuaJIT FFI, so the text is byte-for-byte what
--- sysbench prints without hooks. If the FFI route is unavailable, the
--- intermediate report falls back to sysbench.report_default() and the
--- cumulative report to a Lua rendition of the 1.0.20 summary layout (without
--- the "Threads fairness" section, whose per-thread data is not exposed to Lua).
+-- sysbench prints without hooks. If the FFI route is unavailable (or
+-- MYACCEL_NO_FFI=1 is set, which tests use), both reports fall back to a Lua
+-- rendition of the 1.0.20 layout, each written in one io.write (the summary
+-- lacks the "Threads fairness" section, whose per-thread data Lua cannot see). Reports run with thread cancellation
+-- disabled so that the end of the run cannot cut one in half (see below).
 --
 -- Field meanings (counts are for the report window of dt seconds; latencies
 -- are milliseconds; "pct" is the --percentile rank that lat_ms_pct refers to):
@@ -286,12 +287,37 @@ local function lua_cumulative_text(stat)
   return table.concat(L, "\n") .. "\n"
 end
 
+-- Fallback for the intermediate report: the layout of db_report_intermediate()
+-- in ONE io.write. (sysbench.report_default() is not used: it prints
+-- "err/s" without the colon and uses print(), which writes the newline
+-- separately, so a checkpoint report can land in the middle of the line.)
+local function lua_intermediate_text(stat)
+  local dt = num(stat.time_interval)
+  local function rate(x)
+    return dt > 0 and num(x) / dt or 0
+  end
+  local t = string.format("[ %.0fs ] ", num(stat.time_total))
+  local text = t .. string.format(
+    "thds: %d tps: %4.2f qps: %4.2f (r/w/o: %4.2f/%4.2f/%4.2f) lat (ms,%d%%): %4.2f " ..
+      "err/s: %4.2f reconn/s: %4.2f\n",
+    num(stat.threads_running), rate(stat.events),
+    rate(num(stat.reads) + num(stat.writes) + num(stat.other)),
+    rate(stat.reads), rate(stat.writes), rate(stat.other),
+    num(opt("percentile")), num(stat.latency_pct) * 1000,
+    rate(stat.errors), rate(stat.reconnects))
+  if num(opt("rate")) > 0 then
+    text = text .. t .. string.format("queue length: %d, concurrency: %d\n",
+      num(stat.queue_length), num(stat.concurrency))
+  end
+  return text
+end
+
 local function human_intermediate(stat)
   local c = load_c_reporters()
   if c then
     c.intermediate(to_c_stat(stat))
-  elseif sysbench.report_default then
-    sysbench.report_default(stat)
+  else
+    io.write(lua_intermediate_text(stat))
   end
 end
 
@@ -306,7 +332,46 @@ end
 
 -- ------------------------------------------------------------------ hooks
 
-function M.report_intermediate(stat)
+-- sysbench cancels the reporting thread (pthread_cancel) when the run ends; a
+-- cancellation point inside a report (the write() behind a flush) could cut it
+-- between the human line and the MYACCEL line. Reports therefore run with
+-- cancellation disabled; a pending cancel takes effect at the thread's next
+-- cancellation point, after the report is complete.
+local cancel_guard = nil -- nil: not tried; false: unavailable; else the C function
+
+local function load_cancel_guard()
+  if cancel_guard ~= nil then
+    return cancel_guard
+  end
+  cancel_guard = false
+  if ffi_ok then
+    pcall(ffi.cdef, "int pthread_setcancelstate(int state, int *oldstate);")
+    local ok, f = pcall(function() return ffi.C.pthread_setcancelstate end)
+    if ok then
+      cancel_guard = f
+    end
+  end
+  return cancel_guard
+end
+
+local PTHREAD_CANCEL_DISABLE = 1 -- glibc
+
+local function without_cancellation(fn, stat)
+  local guard = load_cancel_guard()
+  local old = nil
+  if guard then
+    old = ffi.new("int[1]")
+    if guard(PTHREAD_CANCEL_DISABLE, old) ~= 0 then
+      old = nil
+    end
+  end
+  pcall(fn, stat)
+  if old then
+    guard(old[0], nil)
+  end
+end
+
+local function intermediate(stat)
   -- Each part is protected: a failure in one must not lose the other.
   pcall(human_intermediate, stat)
   local ok, rec = pcall(M.interval_record, stat)
@@ -315,12 +380,20 @@ function M.report_intermediate(stat)
   end
 end
 
-function M.report_cumulative(stat)
+local function cumulative(stat)
   pcall(human_cumulative, stat)
   local ok, rec = pcall(M.cumulative_record, stat)
   if ok then
     M.emit(rec)
   end
+end
+
+function M.report_intermediate(stat)
+  without_cancellation(intermediate, stat)
+end
+
+function M.report_cumulative(stat)
+  without_cancellation(cumulative, stat)
 end
 
 function M.install()

@@ -1,0 +1,235 @@
+"""The Lua wrapper + report hooks against real sysbench 1.0.20 (and the session sandbox).
+
+Each run is short (2-3 s); the tables live in a private database of the shared sandbox,
+dropped at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from myaccel import proc
+from myaccel.bench.records import FailureKind
+from myaccel.bench.sysbench_output import LUA_WRAPPER, MYACCEL_PREFIX, parse_output
+
+if TYPE_CHECKING:
+    from myaccel.server.sandbox import Sandbox
+
+pytestmark = pytest.mark.integration
+
+HOOK_DB = "myaccel_lua_hooks"
+
+
+@pytest.fixture(scope="module")
+def sysbench() -> str:
+    path = proc.which("sysbench")
+    if path is None:
+        pytest.skip("sysbench is not installed (apt-get install sysbench)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def hook_db(sandbox_server: Sandbox, sysbench: str) -> Iterator[list[str]]:
+    """sysbench connection options for a private database with 2 x 1000 rows, prepared
+    through the wrapper (so ``prepare`` via the wrapper is exercised too)."""
+    params = sandbox_server.bench_params(tcp=False)
+    sandbox_server.query(f"CREATE DATABASE IF NOT EXISTS `{HOOK_DB}`")
+    for host in ("localhost", "127.0.0.1"):
+        sandbox_server.query(f"GRANT ALL PRIVILEGES ON `{HOOK_DB}`.* TO '{params.user}'@'{host}'")
+    conn = [
+        "--db-driver=mysql",
+        f"--mysql-socket={params.socket}",
+        f"--mysql-user={params.user}",
+        f"--mysql-db={HOOK_DB}",
+    ]
+    if params.password:
+        conn.append(f"--mysql-password={params.password}")
+    prepared = proc.run(
+        [
+            sysbench,
+            str(LUA_WRAPPER),
+            "--myaccel-workload=oltp_read_only",
+            *conn,
+            "--tables=2",
+            "--table-size=1000",
+            "prepare",
+        ],
+        timeout_s=120,
+    )
+    out = parse_output(prepared.stdout + prepared.stderr, exit_code=prepared.returncode)
+    assert out.failure is FailureKind.OK, (out.failure_reasons, prepared.stdout)
+    assert out.tables_created == ("sbtest1", "sbtest2")
+    try:
+        yield conn
+    finally:
+        sandbox_server.query(f"DROP DATABASE IF EXISTS `{HOOK_DB}`")
+
+
+COMMON = [
+    "--tables=2",
+    "--table-size=1000",
+    "--threads=2",
+    "--report-interval=1",
+    "--rand-type=uniform",
+    "--histogram=off",
+    "--percentile=95",
+]
+
+
+def myaccel_records(text: str) -> list[dict[str, object]]:
+    """Every MYACCEL line must be one whole JSON object (no interleaving)."""
+    records = []
+    for line in text.splitlines():
+        if MYACCEL_PREFIX.strip() in line:
+            assert line.startswith(MYACCEL_PREFIX), line
+            rec = json.loads(line[len(MYACCEL_PREFIX) :])
+            assert isinstance(rec, dict)
+            records.append(rec)
+    return records
+
+
+def without_myaccel(text: str) -> str:
+    return "".join(
+        line for line in text.splitlines(keepends=True) if not line.startswith(MYACCEL_PREFIX)
+    )
+
+
+def test_wrapper_run_prints_machine_and_human_reports(sysbench: str, hook_db: list[str]) -> None:
+    cp = proc.run(
+        [
+            sysbench,
+            str(LUA_WRAPPER),
+            "--myaccel-workload=oltp_read_only",
+            *hook_db,
+            *COMMON,
+            "--time=3",
+            "run",
+        ],
+        timeout_s=120,
+    )
+    text = cp.stdout + cp.stderr
+    assert cp.returncode == 0, text
+    records = myaccel_records(text)
+    kinds = [r["kind"] for r in records]
+    assert kinds[-1] == "summary" and kinds.count("summary") == 1
+    # 3 s at 1 s intervals; the last one is often lost, more can come on a loaded host.
+    assert 1 <= kinds.count("interval") <= 4
+    assert records[-1]["workload"] == "oltp_read_only"
+    assert records[-1]["sysbench"] == "1.0.20"
+
+    out = parse_output(text, exit_code=cp.returncode)
+    assert out.failure is FailureKind.OK, out.failure_reasons
+    assert all(i.source == "myaccel" for i in out.intervals)
+    # The last interval may catch workers finishing ("thds: 1").
+    assert out.intervals[0].threads == 2 and all(1 <= i.threads <= 2 for i in out.intervals)
+    s = out.summary
+    assert s is not None and s.source == "myaccel"
+    assert s.transactions > 0 and s.queries_read > 0 and s.queries_write == 0
+    assert s.threads == 2 and s.percentile == 95
+    # The default human report is still there, complete with threads fairness.
+    assert "SQL statistics:" in text and "Threads fairness:" in text
+    assert s.fairness_events_avg is not None
+
+    human = parse_output(without_myaccel(text), exit_code=cp.returncode)
+    h = human.summary
+    assert h is not None and h.source == "text"
+    assert h.transactions == s.transactions
+    assert h.queries_total == s.queries_total
+    assert h.transactions_per_s == pytest.approx(s.transactions_per_s, abs=0.006)
+    assert h.latency_ms_avg == pytest.approx(s.latency_ms_avg, abs=0.006)
+    assert h.total_time_s == pytest.approx(s.total_time_s, abs=0.0001)
+    assert [round(i.t_s) for i in out.intervals] == [i.t_s for i in human.intervals]
+
+
+def test_wrapper_checkpoints_and_lua_fallback(sysbench: str, hook_db: list[str]) -> None:
+    """Workload from the environment, C reporters disabled (Lua fallback text), and
+    --report-checkpoints: cumulative hooks then run in the checkpoint thread too."""
+    cp = proc.run(
+        [
+            sysbench,
+            str(LUA_WRAPPER),
+            *hook_db,
+            *COMMON,
+            "--time=3",
+            "--report-checkpoints=1,2",
+            "run",
+        ],
+        env={"MYACCEL_WORKLOAD": "oltp_point_select", "MYACCEL_NO_FFI": "1"},
+        timeout_s=120,
+    )
+    text = cp.stdout + cp.stderr
+    assert cp.returncode == 0, text
+    kinds = [r["kind"] for r in myaccel_records(text)]
+    assert kinds.count("checkpoint") == 2 and kinds[-1] == "summary"
+
+    out = parse_output(text, exit_code=cp.returncode)
+    assert out.failure is FailureKind.OK, out.failure_reasons
+    assert [round(c.checkpoint_at_s or 0) for c in out.checkpoints] == [1, 2]
+    s = out.summary
+    assert s is not None and s.window_s is not None
+    # The final summary covers only the time after the last checkpoint.
+    assert s.window_s < s.total_time_s - 1.5
+    assert s.fairness_events_avg is None  # not printed by the Lua fallback
+    assert "Threads fairness:" not in text  # the Lua fallback cannot print it
+    # Human and machine interval reports come in pairs, each line whole.
+    assert len(re.findall(r"^\[ \d+s \] thds: ", text, re.MULTILINE)) == kinds.count("interval")
+
+    human = parse_output(without_myaccel(text))
+    assert human.summary is not None and human.summary.transactions == s.transactions
+    assert len(human.checkpoints) == 2
+
+
+def test_wrapper_works_without_a_database(sysbench: str, tmp_path: Path) -> None:
+    """Any Lua workload, here one that needs no server: the hooks still report."""
+    workload = tmp_path / "noop.lua"
+    workload.write_text("function event()\nend\n")
+    cp = proc.run(
+        [
+            sysbench,
+            str(LUA_WRAPPER),
+            f"--myaccel-workload={workload}",
+            "--threads=1",
+            "--rate=2000",
+            "--time=2",
+            "--report-interval=1",
+            "run",
+        ],
+        cwd=tmp_path,
+        timeout_s=60,
+    )
+    text = cp.stdout + cp.stderr
+    assert cp.returncode == 0, text
+    out = parse_output(text, exit_code=cp.returncode)
+    assert out.summary is not None and out.summary.source == "myaccel"
+    assert out.summary.transactions > 0 and out.summary.queries_total == 0
+    assert "General statistics:" in text  # sysbench's generic (non-SQL) summary
+    assert len(out.intervals) == text.count('"kind":"interval"')
+    assert out.failure is FailureKind.OK, out.failure_reasons
+
+
+def test_wrapper_without_workload_fails_clearly(sysbench: str, tmp_path: Path) -> None:
+    cp = proc.run(
+        [sysbench, str(LUA_WRAPPER), "run"],
+        env={"MYACCEL_WORKLOAD": ""},
+        cwd=tmp_path,
+        timeout_s=60,
+    )
+    text = cp.stdout + cp.stderr
+    assert cp.returncode == 1
+    out = parse_output(text, exit_code=cp.returncode)
+    assert out.failure is FailureKind.FATAL_ERROR
+    assert "no workload given" in out.fatal_errors[0].line
+
+    cp = proc.run(
+        [sysbench, str(LUA_WRAPPER), "--myaccel-workload=no_such_workload", "run"],
+        cwd=tmp_path,
+        timeout_s=60,
+    )
+    assert cp.returncode == 1
+    assert "workload 'no_such_workload' not found" in cp.stdout + cp.stderr
