@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from myaccel import proc
 from myaccel.bench.ab import SNAPSHOT, AbPlan, Arm, check_arm, run_campaign
 from myaccel.bench.campaign import (
     BenchContext,
@@ -102,6 +103,7 @@ def ab(**kwargs: Any) -> None:
     """
     t0 = time.monotonic()
     prof = build_profile(kwargs)
+    proc.require("sysbench")
     if prof.runs_per_arm < 3:
         note(f"warning: {prof.runs_per_arm} run(s) per arm cannot give a verdict; 5 is the default")
     arms = {

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from myaccel import proc
 from myaccel.bench.campaign import (
     BenchContext,
     host_info,
@@ -178,6 +179,7 @@ def bench(**kwargs: Any) -> None:
     """Run sysbench workloads and record one JSON document per run."""
     conn = connection_options(kwargs)
     prof = build_profile(kwargs)
+    proc.require("sysbench")
     bench_p, admin_p, pid = targets(conn)
     sinfo, _ = server_info(admin_p)
     prof = size_dataset(prof, kwargs["dataset"], int(sinfo.get("buffer_pool_bytes") or 0))
