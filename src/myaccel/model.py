@@ -180,6 +180,16 @@ class PerfFacts(Frozen):
     hardware_counters: Fact[bool]  # a live `perf stat -e instructions` counted
 
 
+class ManagerFacts(Frozen):
+    """Other tuning daemons that may already manage OS settings (we coexist, not fight)."""
+
+    tuned_running: Fact[bool]
+    tuned_profile: Fact[str]
+    tuned_sysctls: Fact[dict[str, str]]  # sysctl settings of the active tuned profile
+    atune_running: Fact[bool]
+    bpftune_running: Fact[bool]
+
+
 # ---------------------------------------------------------------- server
 
 
@@ -254,6 +264,7 @@ class Facts(Frozen):
     storage: StorageFacts
     network: NetworkFacts
     perf: PerfFacts
+    managers: ManagerFacts | None = None
     server: ServerFacts | None = None
     binary: BinaryFacts | None = None
     warnings: list[str] = Field(default_factory=list)

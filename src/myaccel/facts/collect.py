@@ -9,6 +9,7 @@ from myaccel import __version__
 from myaccel.errors import ConnectionFailed
 from myaccel.facts.cpu import collect_cpu
 from myaccel.facts.kernel import collect_kernel
+from myaccel.facts.managers import collect_managers
 from myaccel.facts.memory import collect_memory
 from myaccel.facts.network import collect_network
 from myaccel.facts.perfcap import collect_perf
@@ -71,6 +72,7 @@ def collect_facts(
         storage=collect_storage(sr, storage_path),
         network=collect_network(sr),
         perf=collect_perf(sr, live_test=perf_live_test),
+        managers=collect_managers(sr),
         server=server_facts,
         binary=binary_facts,
         warnings=warnings,
