@@ -47,13 +47,15 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from myaccel.cli import ab, bench, probe, sandbox
+    from myaccel.cli import ab, bench, plan, probe, sandbox
 
     cli.add_command(probe.probe)
     cli.add_command(sandbox.sandbox)
     cli.add_command(bench.bench)
     cli.add_command(ab.ab)
     cli.add_command(ab.compare)
+    cli.add_command(plan.plan)
+    cli.add_command(plan.explain)
 
 
 _register()

@@ -1,0 +1,443 @@
+"""OS, NUMA, NIC/IRQ and hardware layers."""
+
+from __future__ import annotations
+
+from myaccel.facts.sysroot import parse_cpu_list
+from myaccel.rules.engine import RuleContext, Skip, rule
+from myaccel.rules.model import Recommendation
+
+THP = "/sys/kernel/mm/transparent_hugepage"
+
+
+def _managed(ctx: RuleContext, key: str) -> str | None:
+    """The tuned profile that enforces ``key`` (sysctl name), if any."""
+    m = ctx.facts.managers
+    if m is None or not m.tuned_sysctls.known:
+        return None
+    if key in (m.tuned_sysctls.value or {}):
+        return m.tuned_profile.value
+    return None
+
+
+def _check_managed(ctx: RuleContext, key: str) -> None:
+    prof = _managed(ctx, key)
+    if prof:
+        raise Skip(f"{key} is enforced by the active tuned profile '{prof}': change it there")
+
+
+@rule(
+    "os-thp",
+    "os",
+    "Transparent huge pages: madvise",
+    "MariaDB/MySQL operations practice; kernel docs (transparent_hugepage)",
+)
+def thp(ctx: RuleContext) -> list[Recommendation]:
+    """THP 'always' makes the kernel compact memory and collapse pages behind the server's
+    back (latency spikes, memory bloat with some allocators); 'madvise' keeps huge pages
+    for those who ask, including code huge pages."""
+    f = ctx.facts.memory.thp_enabled
+    if not f.known:
+        raise Skip(f"THP state unknown: {f.unknown}")
+    if f.value != "always":
+        raise Skip(f"THP is '{f.value}'")
+    _check_managed(ctx, "sys:kernel/mm/transparent_hugepage/enabled")
+    return [
+        Recommendation(
+            id="os-thp",
+            layer="os",
+            title="THP madvise instead of always",
+            target=f"sysfs:{THP}/enabled",
+            current="always",
+            proposed="madvise",
+            rationale="no background compaction stalls; huge pages only where asked for",
+            evidence={"memory.thp_enabled": "always"},
+            expected_effect="steadier latency (fewer compaction stalls)",
+            effect_source="kernel documentation: transparent_hugepage",
+            risk="online",
+            verify=f"cat {THP}/enabled shows [madvise]",
+        )
+    ]
+
+
+@rule("os-swappiness", "os", "Swap only under real pressure", "kernel docs: vm.swappiness")
+def swappiness(ctx: RuleContext) -> list[Recommendation]:
+    """With swap configured, a high swappiness pages out the buffer pool while the page
+    cache holds logs; 1 keeps swap as a last resort."""
+    m = ctx.facts.memory
+    if not m.swap_total_bytes.value:
+        raise Skip("no swap configured")
+    cur = m.swappiness.value
+    if cur is None or cur <= 10:
+        raise Skip(f"swappiness {cur}")
+    _check_managed(ctx, "vm.swappiness")
+    return [
+        Recommendation(
+            id="os-swappiness",
+            layer="os",
+            title="Low swappiness",
+            target="sysctl:vm.swappiness",
+            current=str(cur),
+            proposed="1",
+            rationale="keep the buffer pool in RAM; swap only as a last resort",
+            evidence={
+                "memory.swappiness": str(cur),
+                "memory.swap_total_bytes": str(m.swap_total_bytes.value),
+            },
+            expected_effect="no latency cliffs from a swapped-out buffer pool",
+            effect_source="kernel documentation: vm.swappiness",
+            risk="online",
+            verify="sysctl vm.swappiness",
+        )
+    ]
+
+
+@rule("os-dirty", "os", "Earlier background writeback", "kernel docs: vm.dirty_background_ratio")
+def dirty(ctx: RuleContext) -> list[Recommendation]:
+    """On large-memory machines 10% dirty memory is gigabytes of binlog and temporary files
+    flushed in a burst; start background writeback earlier."""
+    m = ctx.facts.memory
+    total = m.total_bytes.value or 0
+    bg = m.dirty_background_ratio.value
+    if total < 64 * 1024**3 or bg is None or bg <= 5 or (m.dirty_background_bytes.value or 0) > 0:
+        raise Skip("less than 64 GiB RAM, or background writeback already early")
+    _check_managed(ctx, "vm.dirty_background_ratio")
+    return [
+        Recommendation(
+            id="os-dirty-background",
+            layer="os",
+            title="Background writeback at 5%",
+            target="sysctl:vm.dirty_background_ratio",
+            current=str(bg),
+            proposed="5",
+            rationale=f"{bg}% of {total / 2**30:.0f} GiB is flushed in bursts",
+            evidence={"memory.dirty_background_ratio": str(bg), "memory.total_bytes": str(total)},
+            expected_effect="smaller write bursts (steadier latency)",
+            effect_source="kernel documentation",
+            risk="online",
+            verify="sysctl vm.dirty_background_ratio",
+            confidence="low",
+        )
+    ]
+
+
+@rule(
+    "os-scheduler",
+    "os",
+    "CFS/EEVDF time slices for throughput",
+    "seeds/000 and seeds/001 (scheduler tuning); kernel docs",
+)
+def scheduler(ctx: RuleContext) -> list[Recommendation]:
+    """Longer time slices and a higher migration cost reduce preemption and task migration
+    of busy database threads (the articles tune the scheduler). The knob's place depends
+    on the kernel: /proc/sys/kernel before 5.13, debugfs after, base_slice_ns from 6.6."""
+    k = ctx.facts.kernel
+    loc = k.sched_location.value
+    if loc is None:
+        raise Skip(f"scheduler knobs not found: {k.sched_location.unknown}")
+    if "*" in k.sched_knobs:
+        raise Skip(k.sched_knobs["*"].unknown or "debugfs not mounted")
+    wants = {"migration_cost_ns": 5_000_000}
+    if "base_slice_ns" in k.sched_knobs:
+        wants["base_slice_ns"] = 3_000_000
+    elif "min_granularity_ns" in k.sched_knobs:
+        wants["min_granularity_ns"] = 10_000_000
+        wants["wakeup_granularity_ns"] = 15_000_000
+    out = []
+    for name, want in wants.items():
+        f = k.sched_knobs.get(name)
+        if f is None or not f.known or f.value is None:
+            continue
+        try:
+            cur = int(f.value.split()[0])
+        except ValueError:
+            continue
+        if cur >= want:
+            continue
+        target = (
+            f"sysctl:kernel.sched_{name}"
+            if loc == "procfs"
+            else f"debugfs:/sys/kernel/debug/sched/{name}"
+        )
+        if _managed(ctx, f"kernel.sched_{name}"):
+            continue
+        out.append(
+            Recommendation(
+                id=f"os-sched-{name.replace('_', '-')}",
+                layer="os",
+                title=f"scheduler {name}",
+                target=target,
+                current=str(cur),
+                proposed=str(want),
+                rationale="fewer preemptions and migrations of busy server threads",
+                evidence={f"kernel.sched_knobs.{name}": str(cur), "kernel.sched_location": loc},
+                expected_effect="a few % on CPU-bound workloads with many threads",
+                effect_source="seeds/000, seeds/001 (scheduler parameters tuned)",
+                risk="online",
+                verify=f"read {f.source}",
+                confidence="low",
+            )
+        )
+    if not out:
+        raise Skip("scheduler knobs already at or above the targets")
+    return out
+
+
+@rule("os-governor", "os", "CPU frequency governor", "kernel docs: cpufreq")
+def governor(ctx: RuleContext) -> list[Recommendation]:
+    """Power-saving governors ramp the clock up late for bursty database load."""
+    g = ctx.facts.cpu.governor
+    if not g.known:
+        raise Skip(g.unknown or "no cpufreq")
+    if g.value == "performance":
+        raise Skip("already performance")
+    return [
+        Recommendation(
+            id="os-governor",
+            layer="os",
+            title="performance governor",
+            target="sysfs:/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+            current=g.value,
+            proposed="performance",
+            rationale="full clock without ramp-up delay",
+            evidence={"cpu.governor": str(g.value)},
+            expected_effect="lower latency, a few % throughput",
+            effect_source="kernel cpufreq documentation",
+            risk="online",
+            verify="cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+        )
+    ]
+
+
+@rule(
+    "os-code-huge-pages",
+    "os",
+    "Code huge pages for the server's text",
+    "seeds/000, seeds/001; KNOWLEDGE.md section 4",
+)
+def code_huge_pages(ctx: RuleContext) -> list[Recommendation]:
+    """Mapping mysqld's code with 2 MiB pages cuts iTLB misses (the articles report
+    +5-11%). Needs file THP in the kernel (CONFIG_READ_ONLY_THP_FOR_FS or Alibaba's
+    hugetext) and text aligned to 2 MiB in the binary."""
+    k, m, b = ctx.facts.kernel, ctx.facts.memory, ctx.facts.binary
+    if not k.file_thp.value:
+        raise Skip(f"kernel without file THP / hugetext ({k.file_thp.unknown or 'not enabled'})")
+    if b is None:
+        raise Skip("no binary facts (probe the server or pass --binary)")
+    if not b.text_huge_page_ready.value:
+        raise Skip("the binary's text is not 2 MiB aligned (see build-text-alignment)")
+    if m.thp_hugetext_enabled.known:
+        return [
+            Recommendation(
+                id="os-code-huge-pages",
+                layer="os",
+                title="hugetext for the server's code",
+                target=f"sysfs:{THP}/hugetext_enabled",
+                current=m.thp_hugetext_enabled.value,
+                proposed="1",
+                rationale="Alibaba Cloud Linux maps aligned text with huge pages when enabled",
+                evidence={"memory.thp_hugetext_enabled": str(m.thp_hugetext_enabled.value)},
+                expected_effect="+5-11% (fewer iTLB misses)",
+                effect_source="seeds/000, seeds/001",
+                risk="restart",
+                verify="FilePmdMapped > 0 for mysqld text in /proc/PID/smaps",
+            )
+        ]
+    return [
+        Recommendation(
+            id="os-code-huge-pages",
+            layer="os",
+            title="Collapse the server's text into huge pages",
+            target="advice:madv-collapse",
+            current=None,
+            proposed="MADV_COLLAPSE on the text mapping (kernel >= 6.1) or khugepaged with THP madvise",
+            action="advisory",
+            rationale="mainline file THP needs the text collapsed by khugepaged or MADV_COLLAPSE",
+            evidence={"kernel.file_thp": "yes", "binary.text_huge_page_ready": "yes"},
+            expected_effect="+5-11% (fewer iTLB misses)",
+            effect_source="seeds/000, seeds/001",
+            risk="restart",
+            verify="FilePmdMapped > 0 for mysqld text in /proc/PID/smaps",
+            confidence="medium",
+        )
+    ]
+
+
+@rule(
+    "numa-binding",
+    "numa",
+    "NUMA placement of the server",
+    "seeds/002 (Kunpeng 920, +40% point select)",
+)
+def numa_binding(ctx: RuleContext) -> list[Recommendation]:
+    """On several NUMA nodes, threads and memory scattered across nodes pay remote access
+    on every page (seed 002: uneven per-CPU load, +40% after binding). Bind to the fewest
+    nodes whose memory holds the buffer pool; interleave when it fits on none."""
+    nodes = ctx.facts.cpu.numa_nodes.value or []
+    if len(nodes) < 2:
+        raise Skip("single NUMA node")
+    bp = 0
+    if ctx.facts.server is not None:
+        from myaccel.rules.engine import parse_size
+
+        bp = (
+            parse_size(
+                ctx.proposed.get("innodb_buffer_pool_size") or ctx.var("innodb_buffer_pool_size")
+            )
+            or 0
+        )
+    need = 0
+    mem = 0
+    for nd in nodes:
+        need += 1
+        mem += nd.memory_total_bytes or 0
+        if mem * 0.85 >= bp:
+            break
+    sel = nodes[:need]
+    cur = None
+    if ctx.facts.server is not None and ctx.facts.server.cpus_allowed.value:
+        cur = ctx.facts.server.cpus_allowed.value
+    recs: list[Recommendation] = []
+    if need < len(nodes):
+        node_list = ",".join(str(n.node) for n in sel)
+        cpus = ",".join(n.cpus for n in sel)
+        recs.append(
+            Recommendation(
+                id="numa-binding",
+                layer="numa",
+                title=f"Bind the server to NUMA node(s) {node_list}",
+                target="systemd:server/NUMAPolicy",
+                current=cur,
+                proposed=f"cpus {cpus}; memory bind nodes {node_list}",
+                rationale=f"the buffer pool ({bp / 2**30:.0f} GiB) fits in {need} of {len(nodes)} nodes",
+                evidence={"cpu.numa_nodes": str(len(nodes)), "innodb_buffer_pool_size": str(bp)},
+                expected_effect="seed 002: +40% point-select QPS on a 4-node Kunpeng 920; ~+10% typical",
+                effect_source="seeds/002",
+                risk="restart",
+                verify="/proc/PID/status Cpus_allowed_list and numastat -p mysqld",
+                confidence="medium",
+            )
+        )
+    else:
+        recs.append(
+            Recommendation(
+                id="numa-interleave",
+                layer="numa",
+                title="Interleave the server's memory over all nodes",
+                target="systemd:server/NUMAPolicy",
+                current=cur,
+                proposed="interleave all nodes",
+                rationale="the buffer pool needs every node's memory: spread it evenly instead of filling node 0",
+                evidence={"cpu.numa_nodes": str(len(nodes)), "innodb_buffer_pool_size": str(bp)},
+                expected_effect="even memory bandwidth, no remote-allocation hot spot",
+                effect_source="seeds/002; MySQL innodb_numa_interleave",
+                risk="restart",
+                verify="numastat -p mysqld shows memory on every node",
+                confidence="medium",
+            )
+        )
+    nb = ctx.facts.memory.numa_balancing.value
+    if nb == 1 and need < len(nodes):
+        recs.append(
+            Recommendation(
+                id="numa-balancing-off",
+                layer="numa",
+                title="Automatic NUMA balancing off when bound",
+                target="sysctl:kernel.numa_balancing",
+                current="1",
+                proposed="0",
+                rationale="a bound server gains nothing from page migration scans, which cost CPU",
+                evidence={"memory.numa_balancing": "1"},
+                expected_effect="no page-migration overhead",
+                effect_source="kernel documentation: numa_balancing",
+                risk="online",
+                verify="sysctl kernel.numa_balancing",
+                confidence="medium",
+            )
+        )
+    return recs
+
+
+@rule(
+    "nic-irq-affinity",
+    "nic",
+    "NIC interrupts on fixed cores",
+    "seeds/001 (PolarDB: fewer queues, IRQs bound to fixed cores)",
+)
+def irq_affinity(ctx: RuleContext) -> list[Recommendation]:
+    """On many-core machines, NIC queue interrupts spread by irqbalance land on the cores
+    running server threads; seed 001 used fewer queues and bound their IRQs to fixed
+    cores. Advised on machines with 32+ CPUs."""
+    if ctx.cpus() < 32:
+        raise Skip("fewer than 32 CPUs: IRQ placement makes no measurable difference")
+    ifs = [i for i in ctx.facts.network.interfaces.value or [] if i.name != "lo" and i.irqs]
+    if not ifs:
+        raise Skip("no NIC with queue IRQs found")
+    recs = []
+    for i in ifs:
+        spread = {q.affinity for q in i.irqs}
+        cpus = set()
+        for q in i.irqs:
+            cpus.update(parse_cpu_list(q.affinity or ""))
+        queues = i.rx_queues or len(i.irqs)
+        want_q = max(2, ctx.cpus() // 8)
+        recs.append(
+            Recommendation(
+                id=f"nic-irq-affinity-{i.name}",
+                layer="nic",
+                title=f"{i.name}: {min(queues, want_q)} queues on dedicated cores",
+                target=f"irq:{i.name}",
+                current=f"{queues} queues, IRQs on {len(cpus)} CPUs, irqbalance {'on' if ctx.facts.network.irqbalance_running.value else 'off'}",
+                proposed=f"{min(queues, want_q)} queues, one IRQ per dedicated core of the NIC's node, irqbalance off",
+                rationale="interrupts stop preempting server threads and coalesce better",
+                evidence={
+                    "network.irqs": str(len(i.irqs)),
+                    "affinities": ",".join(sorted(a or "?" for a in spread))[:200],
+                },
+                expected_effect="lower tail latency and a few % throughput at high QPS",
+                effect_source="seeds/001",
+                risk="online",
+                action="advisory",
+                verify="/proc/interrupts counts grow only on the chosen cores",
+                confidence="low",
+            )
+        )
+    return recs
+
+
+@rule(
+    "hardware-prefetch",
+    "hardware",
+    "Hardware prefetch policy",
+    "seeds/000, seeds/001; KNOWLEDGE.md section 4",
+)
+def prefetch(ctx: RuleContext) -> list[Recommendation]:
+    """Database access is random; aggressive hardware prefetchers waste memory bandwidth.
+    Kunpeng has a prefetch policy control (openEuler module or BIOS), Intel an MSR; on
+    other CPUs it is a firmware matter."""
+    fam = ctx.facts.cpu.family.value or ""
+    if fam == "kunpeng920":
+        how = "openEuler prefetch_tuning module (/sys/class/misc/prefetch/policy) or the BIOS"
+    elif fam == "x86-intel":
+        how = "MSR 0x1A4 (wrmsr) or the BIOS"
+    elif fam.startswith("neoverse"):
+        how = "a vendor kernel module or the platform firmware"
+    else:
+        raise Skip("no known prefetch control for this CPU")
+    return [
+        Recommendation(
+            id="hardware-prefetch",
+            layer="hardware",
+            title="Evaluate a less aggressive prefetch policy",
+            target="advice:prefetch",
+            current=None,
+            proposed=f"A/B a random-access-friendly prefetch policy via {how}",
+            action="advisory",
+            rationale="sysbench-like random access gains little from stream prefetchers",
+            evidence={"cpu.family": fam},
+            expected_effect="a few % (seeds/000 and seeds/001 tune the chip's prefetch policy)",
+            effect_source="seeds/000, seeds/001",
+            risk="reboot",
+            verify="benchmark before and after with myaccel ab",
+            confidence="low",
+        )
+    ]
