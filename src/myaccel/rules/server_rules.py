@@ -249,9 +249,9 @@ def redo_target(ctx: RuleContext) -> tuple[int, str]:
     )
     if uptime >= 600 and written > 0:
         rate = written / uptime
-        return int(
-            min(64 * GiB, max(1 * GiB, rate * 3600))
-        ), f"one hour of redo at the observed {rate / MiB:.1f} MiB/s"
+        target = int(min(64 * GiB, max(1 * GiB, rate * 3600)))
+        why = f"one hour of redo at the observed {rate / MiB:.2f} MiB/s, kept within 1..64 GiB"
+        return target, why
     cpus = ctx.cpus()
     return int(
         min(16 * GiB, max(1 * GiB, cpus // 2 * GiB))
