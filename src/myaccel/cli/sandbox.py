@@ -45,18 +45,16 @@ def _format_size(size_bytes: int) -> str:
     return f"{size_bytes} B"
 
 
-def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: str = "") -> None:
+def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     if _stdout_is_tty():
-        table = Table(title=title or None, show_header=bool(headers))
+        table = Table()
         for h in headers:
-            table.add_column(h)
+            table.add_column(h, overflow="fold")
         for row in rows:
             table.add_row(*row)
         Console().print(table)
         return
-    all_rows = [list(headers), *[list(r) for r in rows]] if headers else [list(r) for r in rows]
-    if not all_rows:
-        return
+    all_rows = [list(headers), *[list(r) for r in rows]]
     widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]))]
     for r in all_rows:
         cells = [c.ljust(w) for c, w in zip(r, widths, strict=True)]
@@ -231,13 +229,13 @@ def status(name: str, as_json: bool) -> None:
     if as_json:
         _print_json(st.to_dict())
         return
+    # key: value lines even on a terminal, so paths and commands stay copy-pastable
     rows = _status_rows(sb, st)
-    if _stdout_is_tty():
-        _print_table([], rows, title=f"sandbox {name}")
-    else:
-        width = max(len(k) for k, _ in rows) + 1
-        for k, v in rows:
-            click.echo(f"{k + ':':<{width}} {v}")
+    width = max(len(k) for k, _ in rows) + 1
+    tty = _stdout_is_tty()
+    for k, v in rows:
+        key = f"{k + ':':<{width}}"
+        click.echo(f"{click.style(key, bold=True) if tty else key} {v}")
     if st.state == "crashed":
         _say(f"note: the server died; `myaccel sandbox start {name}` cleans up and starts it")
 

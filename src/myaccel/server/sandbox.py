@@ -660,14 +660,18 @@ def parse_sets(items: Sequence[str]) -> dict[str, str]:
 
 
 def check_sets(sets: Mapping[str, str], sandbox_dir: Path) -> None:
+    hints = {
+        "managed by the sandbox": "the sandbox sets datadir, socket, port, bind-address, "
+        "pid-file, log-error, basedir, user and the plugin/message dirs itself",
+        "would reach outside the sandbox": "extra ports, the X protocol and cluster "
+        "replication (wsrep_*, group_replication_*) are not allowed in a sandbox",
+        "absolute path outside the sandbox": "use a relative path (inside the datadir) or "
+        f"one under {sandbox_dir}",
+    }
     for key, value in sets.items():
         reason = drop_reason(key, value, sandbox_dir)
         if reason is not None:
-            raise UsageError(
-                f"--set {key}: {reason}",
-                hint="the sandbox sets datadir, socket, port, bind-address, pid-file, log-error, "
-                "basedir and user itself; relative paths are inside the datadir",
-            )
+            raise UsageError(f"--set {key}: {reason}", hint=hints.get(reason, ""))
 
 
 def _quote_value(value: str) -> str:
@@ -1219,27 +1223,19 @@ class Sandbox:
                 hint=f"use it (`myaccel sandbox start {name}`), pick another name, or remove it "
                 f"with `myaccel sandbox destroy {name}`",
             )
+        if port is not None:  # fail before any work; checked again under the lock
+            _check_requested_port(port, cls.list_all(home=h))
         install = find_server(Path(basedir) if basedir is not None else None)
         init_argv(install, Path("/dev/null"))  # fail early when no init tool exists
         say(f"using {install.version.label} at {install.binary}")
         root.mkdir(parents=True, exist_ok=True)
         with _file_lock(root / ".locks" / "ports.lock", "sandbox ports"):
-            taken = {sb.port for sb in cls.list_all(home=h)}
+            existing = cls.list_all(home=h)
             if port is not None:
-                if port in taken:
-                    owner = next(sb.name for sb in cls.list_all(home=h) if sb.port == port)
-                    raise UsageError(
-                        f"port {port} belongs to sandbox '{owner}'",
-                        hint="omit --port to pick a free port, or choose another one",
-                    )
-                if port_in_use(port):
-                    raise UsageError(
-                        f"port {port} on 127.0.0.1 is in use",
-                        hint="omit --port to pick a free port, or choose another one",
-                    )
+                _check_requested_port(port, existing)
                 chosen = port
             else:
-                chosen = _pick_port(taken, seed=f"{h}/{name}")
+                chosen = _pick_port({sb.port for sb in existing}, seed=f"{h}/{name}")
             if sdir.exists():
                 raise SandboxError(f"sandbox '{name}' already exists", hint="pick another name")
             _ensure_private_dir(sdir)
@@ -2024,6 +2020,20 @@ class Sandbox:
 
     def error_log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         return _tail(self.error_log, lines)
+
+
+def _check_requested_port(port: int, existing: Sequence[Sandbox]) -> None:
+    owner = next((sb.name for sb in existing if sb.port == port), None)
+    if owner is not None:
+        raise UsageError(
+            f"port {port} belongs to sandbox '{owner}'",
+            hint="omit --port to pick a free port, or choose another one",
+        )
+    if port_in_use(port):
+        raise UsageError(
+            f"port {port} on 127.0.0.1 is in use",
+            hint="omit --port to pick a free port, or choose another one",
+        )
 
 
 def _pick_port(taken: set[int], seed: str) -> int:
