@@ -15,7 +15,11 @@ def test_tuned_profile_with_include(tmp_path: Path) -> None:
     write(tmp_path, "proc/4242/comm", "tuned\n")
     write(tmp_path, "proc/1/comm", "systemd\n")
     write(tmp_path, "etc/tuned/active_profile", "db\n")
-    write(tmp_path, "etc/tuned/db/tuned.conf", "[main]\ninclude=throughput-performance\n[sysctl]\nvm.swappiness=1\n")
+    write(
+        tmp_path,
+        "etc/tuned/db/tuned.conf",
+        "[main]\ninclude=throughput-performance\n[sysctl]\nvm.swappiness=1\n",
+    )
     write(
         tmp_path,
         "usr/lib/tuned/throughput-performance/tuned.conf",

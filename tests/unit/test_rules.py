@@ -383,4 +383,6 @@ def test_docs_rules_md_is_generated_from_metadata() -> None:
     from myaccel.rules.render import rules_markdown
 
     doc = Path(__file__).parent.parent.parent / "docs" / "rules.md"
-    assert doc.read_text() == rules_markdown(), "regenerate: myaccel explain --all --md > docs/rules.md"
+    assert doc.read_text() == rules_markdown(), (
+        "regenerate: myaccel explain --all --md > docs/rules.md"
+    )
