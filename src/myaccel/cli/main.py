@@ -47,7 +47,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from myaccel.cli import ab, bench, plan, probe, sandbox
+    from myaccel.cli import ab, accelerate, bench, plan, probe, sandbox
 
     cli.add_command(probe.probe)
     cli.add_command(sandbox.sandbox)
@@ -56,6 +56,7 @@ def _register() -> None:
     cli.add_command(ab.compare)
     cli.add_command(plan.plan)
     cli.add_command(plan.explain)
+    cli.add_command(accelerate.accelerate)
 
 
 _register()

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from myaccel.errors import UsageError
-from myaccel.facts.sysroot import Sysroot
+from myaccel.facts.sysroot import KEEP, Sysroot
 
 
 def _copy_logical(
@@ -85,6 +85,11 @@ def capture_sysroot(paths: list[str], dest: str | Path) -> int:
     for p in unique:
         if p.startswith("?"):
             _copy_logical(p[1:], d, done, name_only=True)
+    # git keeps no empty directories, and a listed-but-empty one (queues/rx-0, a driver
+    # directory a symlink points at) must survive a commit of the tree.
+    for dirpath, dirnames, filenames in os.walk(d):
+        if not dirnames and not filenames:
+            (Path(dirpath) / KEEP).touch()
     return sum(1 for _ in d.rglob("*") if _.is_file())
 
 

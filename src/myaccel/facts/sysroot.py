@@ -17,6 +17,9 @@ from myaccel.model import Fact, known, unknown
 
 T = TypeVar("T")
 
+# Placeholder that keeps empty directories of a captured tree in git; never a real entry.
+KEEP = ".myaccel-keep"
+
 
 class Sysroot:
     def __init__(self, root: str | Path = "/") -> None:
@@ -80,7 +83,7 @@ class Sysroot:
 
     def listdir(self, logical: str) -> list[str]:
         try:
-            names = sorted(os.listdir(self.path(logical)))
+            names = sorted(n for n in os.listdir(self.path(logical)) if n != KEEP)
         except OSError:
             return []
         if self.trace is not None:
