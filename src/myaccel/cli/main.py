@@ -12,8 +12,37 @@ from myaccel import __version__
 from myaccel.errors import MyaccelError
 
 
+# Subcommands are imported only when used: `myaccel probe` must not pay for scipy (used
+# by compare) or the sandbox machinery. name -> "module:attribute".
+COMMANDS = {
+    "probe": "myaccel.cli.probe:probe",
+    "sandbox": "myaccel.cli.sandbox:sandbox",
+    "bench": "myaccel.cli.bench:bench",
+    "ab": "myaccel.cli.ab:ab",
+    "compare": "myaccel.cli.ab:compare",
+    "plan": "myaccel.cli.plan:plan",
+    "explain": "myaccel.cli.plan:explain",
+    "accelerate": "myaccel.cli.accelerate:accelerate",
+}
+
+
 class ErrorBoundaryGroup(click.Group):
-    """Render domain errors as ``error:`` / ``hint:`` lines with their exit code."""
+    """Render domain errors as ``error:`` / ``hint:`` lines with their exit code; load
+    subcommands lazily."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *super().list_commands(ctx)})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        import importlib
+
+        mod, _, attr = target.partition(":")
+        cmd = getattr(importlib.import_module(mod), attr)
+        assert isinstance(cmd, click.Command)
+        return cmd
 
     def invoke(self, ctx: click.Context) -> Any:
         debug = bool(ctx.params.get("debug"))
@@ -44,22 +73,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     )
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
-
-
-def _register() -> None:
-    from myaccel.cli import ab, accelerate, bench, plan, probe, sandbox
-
-    cli.add_command(probe.probe)
-    cli.add_command(sandbox.sandbox)
-    cli.add_command(bench.bench)
-    cli.add_command(ab.ab)
-    cli.add_command(ab.compare)
-    cli.add_command(plan.plan)
-    cli.add_command(plan.explain)
-    cli.add_command(accelerate.accelerate)
-
-
-_register()
 
 
 def main() -> None:
