@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# `make demo`: a sandbox MariaDB from the distribution's binaries, the probe of this
-# machine and server, and a short sysbench smoke run. Safe to run again.
+# `make demo`: from a bare machine to a before/after table. A sandbox MariaDB with the
+# distribution's defaults, the probe of this machine and server, then `myaccel accelerate`
+# (baseline benchmark, plan, tuned benchmark interleaved with the baseline, verdicts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MYACCEL=.venv/bin/myaccel
 NAME=${MYACCEL_DEMO_SANDBOX:-demo}
+PROFILE=${MYACCEL_DEMO_PROFILE:-quick}
 
 echo "== sandbox '$NAME'"
 if $MYACCEL sandbox status "$NAME" >/dev/null 2>&1; then
@@ -18,8 +20,8 @@ echo "== probe"
 $MYACCEL probe --sandbox "$NAME"
 
 echo
-echo "== sysbench smoke run (read-only and read-write, 8 threads, 15 s each)"
-$MYACCEL bench --sandbox "$NAME" --profile quick --runs 1 --time 15 --warmup 3
+echo "== accelerate (profile $PROFILE)"
+$MYACCEL accelerate --sandbox "$NAME" --profile "$PROFILE"
 echo
-echo "The sandbox keeps running: stop it with '$MYACCEL sandbox stop $NAME'," \
-     "remove it with '$MYACCEL sandbox destroy $NAME'."
+echo "The sandbox keeps running on its own defaults: '$MYACCEL sandbox stop $NAME' stops it," \
+     "'$MYACCEL sandbox destroy $NAME' removes it."

@@ -94,6 +94,7 @@ def _arm(name: str, config: str | None, sets: tuple[str, ...], basedir: str | No
 @click.option("--report-interval", type=int)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False))
 @click.option("--cleanup", is_flag=True, help="Drop a dataset of another size and prepare anew.")
+@click.option("--candidate-label", default="candidate", hidden=True)
 def ab(**kwargs: Any) -> None:
     """Compare two configurations (or builds) on a sandbox with interleaved runs.
 
@@ -206,6 +207,7 @@ def ab(**kwargs: Any) -> None:
         [r for r in records if r.arm == "baseline"],
         [r for r in records if r.arm == "candidate"],
         allow_server_difference=arms["baseline"].basedir != arms["candidate"].basedir,
+        candidate_label=kwargs["candidate_label"],
     )
     write_outputs(cmp, out)
     click.echo(format_markdown(cmp), nl=False)

@@ -12,7 +12,6 @@ import click
 from myaccel import proc
 from myaccel.accelerate import report_markdown, write_candidate
 from myaccel.bench.campaign import new_campaign_id
-from myaccel.bench.compare import format_markdown
 from myaccel.bench.profiles import get_profile
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -108,8 +107,6 @@ def accelerate(**kwargs: Any) -> None:
         profile_name=prof.name,
     )
     (out / "report.md").write_text(md)
-    click.echo("")
-    click.echo(format_markdown(cmp), nl=False)
     click.echo(f"report: {out / 'report.md'}")
     click.echo(f"total: {(time.monotonic() - t0) / 60:.1f} min")
 

@@ -11,7 +11,6 @@ import click
 from myaccel import __version__
 from myaccel.errors import MyaccelError
 
-
 # Subcommands are imported only when used: `myaccel probe` must not pay for scipy (used
 # by compare) or the sandbox machinery. name -> "module:attribute".
 COMMANDS = {
