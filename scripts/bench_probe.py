@@ -27,6 +27,10 @@ for _ in range(runs):
     t0 = time.perf_counter()
     subprocess.run([exe, "probe", "--no-server", "--json"], check=True, capture_output=True)
     cli.append(time.perf_counter() - t0)
-print(f"probe (host facts, in process): median {statistics.median(in_process):.3f} s over {runs} runs (max {max(in_process):.3f} s)")
-print(f"myaccel probe --no-server (whole CLI, incl. interpreter start): median {statistics.median(cli):.3f} s (max {max(cli):.3f} s)")
+print(
+    f"probe (host facts, in process): median {statistics.median(in_process):.3f} s over {runs} runs (max {max(in_process):.3f} s)"
+)
+print(
+    f"myaccel probe --no-server (whole CLI, incl. interpreter start): median {statistics.median(cli):.3f} s (max {max(cli):.3f} s)"
+)
 print("target: < 1 s")

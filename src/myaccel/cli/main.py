@@ -22,6 +22,9 @@ COMMANDS = {
     "plan": "myaccel.cli.plan:plan",
     "explain": "myaccel.cli.plan:explain",
     "accelerate": "myaccel.cli.accelerate:accelerate",
+    "apply": "myaccel.cli.apply:apply",
+    "rollback": "myaccel.cli.apply:rollback_cmd",
+    "verify": "myaccel.cli.apply:verify",
 }
 
 
