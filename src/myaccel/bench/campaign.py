@@ -4,7 +4,6 @@ and the run record written to disk as soon as the run ends."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import resource
 import socket
 import statistics
@@ -226,13 +225,14 @@ def measure_run(
         if cache_check and cache_check != "holds":
             warnings.append(cache_check)
 
-    ncpu = os.cpu_count() or 1
+    # Quiet = little CPU use by others in the second before the run. The load average is
+    # not used for the verdict: it lags a minute and so counts our own previous run.
     is_quiet = None
     if quiet:
-        is_quiet = quiet.get("load1", 0) < 0.5 * ncpu and quiet.get("steal_pct", 0) < 5
+        is_quiet = quiet.get("busy_pct", 0) < 25 and quiet.get("steal_pct", 0) < 5
         if not is_quiet:
             warnings.append(
-                f"host busy before the run (load {quiet.get('load1', 0):.2f} on {ncpu} CPUs, steal {quiet.get('steal_pct', 0):.1f}%)"
+                f"host busy before the run ({quiet.get('busy_pct', 0):.0f}% CPU in use, steal {quiet.get('steal_pct', 0):.1f}%)"
             )
 
     harness = (h1.ru_utime - h0.ru_utime) + (h1.ru_stime - h0.ru_stime)
