@@ -65,20 +65,20 @@ def targets(conn: ConnectionOptions) -> tuple[ConnectParams, ConnectParams, int 
 
 
 def _local_pid(p: ConnectParams) -> int | None:
+    """The server's pid when it runs on this machine (from @@pid_file), else None."""
+    from myaccel.errors import MyaccelError
+    from myaccel.facts.server import pid_from_file
     from myaccel.server.connection import connect, query_value
 
     try:
         conn = connect(p)
-        try:
-            pid_file = str(query_value(conn, "SELECT @@pid_file") or "")
-        finally:
-            conn.close()
-        pid = int(Path(pid_file).read_text().strip())
-        return pid if Path(f"/proc/{pid}").exists() else None
-    except (OSError, ValueError, UsageError):
+    except MyaccelError:
         return None
-    except Exception:  # pragma: no cover - best effort only
-        return None
+    try:
+        pid_file = str(query_value(conn, "SELECT @@pid_file") or "")
+    finally:
+        conn.close()
+    return pid_from_file(pid_file).value
 
 
 def build_profile(kwargs: dict[str, Any]) -> Profile:

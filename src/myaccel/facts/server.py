@@ -61,7 +61,7 @@ def _collect(
     mems: Fact[str] = unknown("server is remote", "/proc/PID/status")
     cg_limit: Fact[int] = unknown("server is remote", "/proc/PID/cgroup")
     if local:
-        pid = _pid_from_file(variables.get("pid_file", ""))
+        pid = pid_from_file(variables.get("pid_file", ""))
         if pid.known and pid.value is not None:
             p = pid.value
             try:
@@ -102,7 +102,7 @@ def _collect(
     )
 
 
-def _pid_from_file(pid_file: str) -> Fact[int]:
+def pid_from_file(pid_file: str) -> Fact[int]:
     if not pid_file:
         return unknown("@@pid_file is empty", "@@pid_file")
     try:
