@@ -39,6 +39,7 @@ PACKAGE_OF = {
     "qemu-aarch64": "qemu-user",
     "mysqltuner": "mysqltuner",
     "ethtool": "ethtool",
+    "taskset": "util-linux",
 }
 
 

@@ -92,6 +92,7 @@ class AbPlan:
     arms: dict[str, Arm]
     seed_base: int = 1000
     ps_mode: str = "auto"
+    client_cpus: str | None = None
     on_event: Callable[[str], None] | None = None
 
     def event(self, msg: str) -> None:
@@ -126,6 +127,7 @@ def run_campaign(
                 rand_type=prof.rand_type,
                 seed=plan.seed_base + rnd,  # paired: both arms of a round share the seed
                 ps_mode=plan.ps_mode,
+                client_cpus=plan.client_cpus,
             )
             writes = w in WRITE_WORKLOADS or w.endswith(".lua")
             if writes or current != arm.key():

@@ -54,6 +54,7 @@ class RunSpec:
     percentile: int = 95
     db: str = DB
     extra: tuple[str, ...] = ()
+    client_cpus: str | None = None  # pin sysbench with taskset (an explicit, recorded choice)
 
     @property
     def total_s(self) -> int:
@@ -75,6 +76,8 @@ def run_argv(spec: RunSpec, target: ConnectParams) -> tuple[list[str], dict[str,
     """The sysbench command for one measured run, and its environment."""
     sysbench = proc.require("sysbench")
     argv = [sysbench, str(wrapper_script()), *connection_args(target)]
+    if spec.client_cpus:
+        argv = [proc.require("taskset"), "-c", spec.client_cpus, *argv]
     argv += [
         f"--mysql-db={spec.db}",
         f"--tables={spec.tables}",

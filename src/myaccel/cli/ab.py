@@ -92,6 +92,11 @@ def _arm(name: str, config: str | None, sets: tuple[str, ...], basedir: str | No
     "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
 )
 @click.option("--report-interval", type=int)
+@click.option(
+    "--pin-client",
+    metavar="CPUS",
+    help="Pin sysbench to these CPUs (taskset list, e.g. 1 or 2-3); recorded. Default: unpinned.",
+)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False))
 @click.option("--cleanup", is_flag=True, help="Drop a dataset of another size and prepare anew.")
 @click.option("--candidate-label", default="candidate", hidden=True)
@@ -183,7 +188,14 @@ def ab(**kwargs: Any) -> None:
         arms={k: a.describe() for k, a in arms.items()},
     )
     ctx.save_index()
-    plan = AbPlan(sandbox=sb, profile=prof, arms=arms, ps_mode=kwargs["ps_mode"], on_event=note)
+    plan = AbPlan(
+        sandbox=sb,
+        profile=prof,
+        arms=arms,
+        ps_mode=kwargs["ps_mode"],
+        client_cpus=kwargs["pin_client"],
+        on_event=note,
+    )
     progress: dict[str, RunProgress] = {}
 
     def before(n: int, total: int, spec: RunSpec, arm: str) -> None:

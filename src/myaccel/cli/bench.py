@@ -166,6 +166,11 @@ def size_dataset(prof: Profile, kind: str | None, buffer_pool_bytes: int) -> Pro
 )
 @click.option("--report-interval", type=int, help="Seconds between interval reports.")
 @click.option(
+    "--pin-client",
+    metavar="CPUS",
+    help="Pin sysbench to these CPUs (taskset list, e.g. 1 or 2-3); recorded. Default: unpinned.",
+)
+@click.option(
     "--out",
     "out_dir",
     type=click.Path(file_okay=False),
@@ -197,6 +202,7 @@ def bench(**kwargs: Any) -> None:
             rand_type=prof.rand_type,
             ps_mode=kwargs["ps_mode"],
             ignore_errors=kwargs["ignore_errors"],
+            client_cpus=kwargs["pin_client"],
         )
         for w, t in prof.cells
     ]
