@@ -386,3 +386,37 @@ def test_docs_rules_md_is_generated_from_metadata() -> None:
     assert doc.read_text() == rules_markdown(), (
         "regenerate: myaccel explain --all --md > docs/rules.md"
     )
+
+
+def test_unknown_server_version_uses_nearest_known_with_warning() -> None:
+    from myaccel.rules.knobview import knob_view_for
+
+    f = host("this-vm").model_copy(update={"server": server("10.8.3-MariaDB", "", MARIADB_1011)})
+    view = knob_view_for(f)
+    assert view is not None and view.warnings
+    p = make_plan(f, knobs=view)
+    assert any("10.8" in w and "10.6" in w for w in p.warnings), p.warnings
+    assert any(r.id == "server-buffer-pool-size" for r in p.recommendations)
+
+
+def test_settings_enforced_by_tuned_are_left_alone() -> None:
+    from myaccel.model import ManagerFacts
+
+    f = host("yitian710-g8y2xlarge")
+    m = f.memory.model_copy(
+        update={"swap_total_bytes": known(2 * GiB, "t"), "swappiness": known(60, "t")}
+    )
+    managers = ManagerFacts(
+        tuned_running=known(True, "t"),
+        tuned_profile=known("throughput-performance", "t"),
+        tuned_sysctls=known(
+            {"vm.swappiness": "10", "sys:kernel/mm/transparent_hugepage/enabled": "always"}, "t"
+        ),
+        atune_running=known(False, "t"),
+        bpftune_running=known(False, "t"),
+    )
+    p = make_plan(f.model_copy(update={"memory": m, "managers": managers}))
+    sk = {s.id: s.reason for s in p.skipped}
+    assert "tuned profile 'throughput-performance'" in sk["os-swappiness"]
+    assert "tuned profile" in sk["os-thp"]
+    assert not any(r.id in ("os-swappiness", "os-thp") for r in p.recommendations)

@@ -204,7 +204,7 @@ def make_plan(
     ctx = RuleContext(facts=facts, durability=durability, hints=hints or Hints(), knobs=knobs)
     recs: list[Recommendation] = []
     skipped: list[Skipped] = []
-    warnings: list[str] = []
+    warnings: list[str] = [str(w) for w in getattr(knobs, "warnings", [])]
     for spec in sorted(load_rules().values(), key=lambda s: (LAYERS.index(s.layer), s.order, s.id)):
         if spec.layer not in want:
             continue

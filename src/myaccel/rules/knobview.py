@@ -42,4 +42,8 @@ def knob_view_for(facts: Facts) -> CatalogKnobView | None:
     sv_text = s.version_string.value
     flavor = s.flavor.value or "mysql"
     sk = Catalog.load().for_server(flavor, sv_text)
-    return CatalogKnobView(server_knobs=sk, variables=dict(s.variables.value or {}))
+    return CatalogKnobView(
+        server_knobs=sk,
+        variables=dict(s.variables.value or {}),
+        warnings=list(getattr(sk, "warnings", [])),
+    )
