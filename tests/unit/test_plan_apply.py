@@ -1,0 +1,97 @@
+"""Which settings carry each recommendation, and privilege handling (no server needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from myaccel.actions.errors import ApplyError
+from myaccel.actions.plan_apply import ServerHandle, build_changes
+from myaccel.rules.model import Plan, Recommendation
+
+
+def rec(
+    id: str,
+    target: str,
+    proposed: str,
+    risk: str = "online",
+    layer: str = "server",
+    action: str = "apply",
+) -> Recommendation:
+    return Recommendation.model_validate(
+        dict(
+            id=id,
+            layer=layer,
+            title=id,
+            target=target,
+            current=None,
+            proposed=proposed,
+            action=action,
+            rationale="r",
+            expected_effect="e",
+            effect_source="s",
+            risk=risk,
+            verify="v",
+        )
+    )
+
+
+def plan(*recs: Recommendation) -> Plan:
+    return Plan(
+        created_at="t",
+        myaccel_version="0",
+        facts_digest="d",
+        hostname="h",
+        recommendations=list(recs),
+    )
+
+
+def handle(tmp_path: Path) -> ServerHandle:
+    return ServerHandle(kind="none", params=None, conf_dir=tmp_path)
+
+
+def test_online_knob_is_runtime_plus_option_file(tmp_path: Path) -> None:
+    from myaccel.server.connection import ConnectParams
+
+    h = ServerHandle(
+        kind="none", params=ConnectParams(None, 3306, "/x.sock", "root", None), conf_dir=tmp_path
+    )
+    pc = build_changes(
+        plan(
+            rec("a", "mysql:innodb_io_capacity", "2000"),
+            rec("b", "mysql:innodb_log_buffer_size", "64M", risk="restart"),
+        ),
+        h,
+    )
+    targets = [s.target for s, _ in pc.changes]
+    assert targets == [
+        "mysql:innodb_io_capacity",
+        "mycnf:mysqld/innodb_io_capacity",
+        "mycnf:mysqld/innodb_log_buffer_size",
+    ]
+    assert pc.restart_needed and pc.server_values == {
+        "innodb_io_capacity": "2000",
+        "innodb_log_buffer_size": "64M",
+    }
+
+
+def test_advisory_and_unautomated_are_skipped(tmp_path: Path) -> None:
+    pc = build_changes(
+        plan(
+            rec("x", "build:lse", "y", layer="build", action="advisory"),
+            rec("n", "irq:eth0", "z", layer="nic"),
+        ),
+        handle(tmp_path),
+    )
+    assert [r.id for r, _ in pc.skipped] == ["x", "n"] and not pc.changes
+
+
+def test_root_layers_without_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    p = plan(rec("os-swappiness", "sysctl:vm.swappiness", "1", layer="os"))
+    with pytest.raises(ApplyError) as ei:
+        build_changes(p, handle(tmp_path))
+    assert "needs root" in ei.value.message and "--partial" in ei.value.hint
+    pc = build_changes(p, handle(tmp_path), partial=True)
+    assert not pc.changes and "skipped (--partial)" in pc.skipped[0][1]
