@@ -127,6 +127,7 @@ def build_changes(
     layers: list[str] | None = None,
     only: list[str] | None = None,
     partial: bool = False,
+    persist_server_variables: bool = False,
 ) -> PlannedChanges:
     out = PlannedChanges()
     is_root = os.geteuid() == 0
@@ -162,6 +163,7 @@ def build_changes(
                             t,
                             conf_dir=str(handle.conf_dir) if handle.conf_dir else None,
                             connect=handle.connector(),
+                            persist_server_variables=persist_server_variables,
                         ),
                         r.proposed,
                     )

@@ -104,7 +104,14 @@ def apply(**kwargs: Any) -> None:
         )
     layers = [x.strip() for x in kwargs["layers"].split(",")] if kwargs["layers"] else None
     only = [x.strip() for x in kwargs["only"].split(",")] if kwargs["only"] else None
-    pc = build_changes(plan, handle, layers=layers, only=only, partial=kwargs["partial"])
+    pc = build_changes(
+        plan,
+        handle,
+        layers=layers,
+        only=only,
+        partial=kwargs["partial"],
+        persist_server_variables=kwargs["persist_vars"],
+    )
     for r, why in pc.skipped:
         note(f"skip {r.id}: {why}")
     planned, unchanged = plan_changes(pc.changes)
