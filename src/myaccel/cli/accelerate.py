@@ -13,23 +13,19 @@ from myaccel import proc
 from myaccel.accelerate import report_markdown, write_candidate
 from myaccel.bench.campaign import new_campaign_id
 from myaccel.bench.profiles import get_profile
+from myaccel.cli.common import connection_options, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
 from myaccel.paths import myaccel_home
 from myaccel.rules.engine import Hints, make_plan
 from myaccel.rules.knobview import knob_view_for
+from myaccel.server.connection import ConnectionOptions
 from myaccel.server.sandbox import Sandbox
 
 
 @click.command()
-@click.option(
-    "--sandbox",
-    "sandbox_name",
-    default="accelerate",
-    show_default=True,
-    help="Sandbox to accelerate (created with the distribution's defaults if missing).",
-)
+@server_options
 @click.option("--profile", default="quick", show_default=True)
 @click.option(
     "--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True
@@ -38,15 +34,32 @@ from myaccel.server.sandbox import Sandbox
 @click.option("--time", type=int, help="Measured seconds per run.")
 @click.option("--scale", type=float)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False))
+@click.option(
+    "--server-unit",
+    metavar="UNIT",
+    help="Existing server: systemd unit to restart for restart-only knobs.",
+)
+@click.option(
+    "--conf-dir", metavar="DIR", help="Existing server: directory for the managed 99-myaccel.cnf."
+)
+@click.option("--yes", is_flag=True, help="Existing server: apply without asking.")
 def accelerate(**kwargs: Any) -> None:
     """Probe, benchmark the defaults, plan, apply the plan's server layer, benchmark again
-    (interleaved), compare, and write report.md with the article-style table."""
+    (interleaved), compare, and write report.md with the article-style table.
+
+    Without server options: a sandbox named 'accelerate' (created from the distribution's
+    binaries with their defaults) and an interleaved A/B. With server options: an existing
+    server, measured before and after a journaled apply (not interleaved: said so)."""
     from myaccel.cli.ab import ab as ab_cmd
 
     t0 = time.monotonic()
     proc.require("sysbench")
     prof = get_profile(kwargs["profile"])
-    name = kwargs["sandbox_name"]
+    conn = connection_options(kwargs)
+    if conn.given and conn.sandbox is None:
+        existing_server(conn, prof.name, kwargs, t0)
+        return
+    name = conn.sandbox or "accelerate"
     if Sandbox.exists(name):
         sb = Sandbox.load(name)
         sb.stop()
@@ -115,3 +128,98 @@ def _ab_defaults(cmd: click.Command, args: list[str]) -> dict[str, Any]:
     """Parse ``args`` with ab's own option definitions (defaults included)."""
     ctx = cmd.make_context("ab", list(args), resilient_parsing=False)
     return dict(ctx.params)
+
+
+def existing_server(
+    conn: ConnectionOptions, profile: str, kwargs: dict[str, Any], t0: float
+) -> None:
+    """Before/after on a live server: baseline runs, journaled apply, tuned runs."""
+    import sys as _sys
+
+    from myaccel.actions import apply_changes, plan_changes
+    from myaccel.actions.plan_apply import ServerHandle, build_changes, health_check, save_handle
+    from myaccel.bench.campaign import load_runs
+    from myaccel.bench.compare import compare_runs, format_markdown
+    from myaccel.cli.bench import bench as bench_cmd
+    from myaccel.server.connection import resolve
+
+    params = resolve(conn)
+    facts = collect_facts("/", server=params, server_required=True)
+    plan = make_plan(
+        facts,
+        durability=kwargs["durability"],
+        hints=Hints(threads=max(get_profile(profile).threads)),
+        knobs=knob_view_for(facts),
+    )
+    cid = new_campaign_id("accelerate")
+    out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "facts.json").write_text(facts.model_dump_json(indent=2) + "\n")
+    (out / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n")
+    conf = Path(kwargs["conf_dir"]) if kwargs["conf_dir"] else None
+    handle = ServerHandle(
+        kind="systemd" if kwargs["server_unit"] else "none",
+        params=params,
+        conf_dir=conf,
+        unit=kwargs["server_unit"],
+    )
+    pc = build_changes(plan, handle, layers=["server"])
+    planned, _ = plan_changes(pc.changes)
+    if not planned:
+        raise UsageError(
+            "the plan has nothing to apply on this server", hint=f"see {out / 'plan.json'}"
+        )
+    for s_, desired, ch in planned:
+        note(f"will change {s_.target}: {ch.current} -> {desired}")
+    for r, why in pc.skipped:
+        note(f"not applied {r.id}: {why}")
+    conn_args = _conn_args(conn)
+    bench_args = [*conn_args, "--profile", profile]
+    for opt in ("runs", "time", "scale"):
+        if kwargs[opt] is not None:
+            bench_args += [f"--{opt}", str(kwargs[opt])]
+    ctx = click.get_current_context()
+    note("== baseline runs")
+    ctx.invoke(bench_cmd, **_ab_defaults(bench_cmd, [*bench_args, "--out", str(out / "before")]))
+    if not kwargs["yes"]:
+        if not _sys.stdin.isatty():
+            raise UsageError("applying to an existing server needs confirmation", hint="pass --yes")
+        click.confirm(f"apply {len(planned)} change(s) to the server?", abort=True)
+    res = apply_changes(pc.changes, plan_id=plan.created_at, facts_digest=plan.facts_digest)
+    save_handle(Path(res.journal_path or ""), handle)
+    if pc.restart_needed:
+        handle.restart(note)
+    problems = health_check(handle, pc.server_values)
+    if problems:
+        note("warning: " + "; ".join(problems))
+    note("== tuned runs")
+    ctx.invoke(bench_cmd, **_ab_defaults(bench_cmd, [*bench_args, "--out", str(out / "after")]))
+    cmp = compare_runs(load_runs(out / "before"), load_runs(out / "after"), candidate_label="tuned")
+    cmp = cmp.model_copy(
+        update={
+            "warnings": [
+                *cmp.warnings,
+                "arms were not interleaved: before/after on a live server, drift between the phases is not controlled",
+            ]
+        }
+    )
+    (out / "comparison.json").write_text(cmp.model_dump_json(indent=2))
+    (out / "comparison.md").write_text(format_markdown(cmp))
+    click.echo(format_markdown(cmp), nl=False)
+    click.echo(f"applied with journal {res.journal_path}; undo with: myaccel rollback")
+    click.echo(f"results: {out}; total {(time.monotonic() - t0) / 60:.1f} min")
+
+
+def _conn_args(conn: ConnectionOptions) -> list[str]:
+    args: list[str] = []
+    for flag, val in (
+        ("--host", conn.host),
+        ("--port", conn.port),
+        ("--socket", conn.socket),
+        ("--user", conn.user),
+        ("--password", conn.password),
+        ("--defaults-file", conn.defaults_file),
+    ):
+        if val is not None:
+            args += [flag, str(val)]
+    return args
