@@ -203,6 +203,7 @@ def bench(**kwargs: Any) -> None:
             ps_mode=kwargs["ps_mode"],
             ignore_errors=kwargs["ignore_errors"],
             client_cpus=kwargs["pin_client"],
+            percentile=kwargs["percentile"],
         )
         for w, t in prof.cells
     ]
