@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -13,26 +11,24 @@ import click
 from myaccel import proc
 from myaccel.bench.ab import SNAPSHOT, AbPlan, Arm, check_arm, run_campaign
 from myaccel.bench.campaign import (
-    BenchContext,
-    host_info,
     load_runs,
-    new_campaign_id,
-    now_iso,
     server_info,
 )
 from myaccel.bench.compare import Comparison, compare_runs, format_markdown
-from myaccel.bench.run_record import CampaignIndex, RunRecord, write_json_atomic
+from myaccel.bench.run_record import RunRecord, write_json_atomic
 from myaccel.bench.runner import (
     RunSpec,
-    cleanup_dataset,
     preflight,
-    prepare_dataset,
-    verify_dataset,
 )
-from myaccel.cli.bench import _result_line, build_profile, size_dataset
+from myaccel.cli.bench import (
+    _result_line,
+    build_profile,
+    ensure_dataset,
+    open_campaign,
+    size_dataset,
+)
 from myaccel.cli.progress import RunProgress, note
 from myaccel.errors import UsageError
-from myaccel.paths import myaccel_home
 from myaccel.server.sandbox import Sandbox, parse_sets
 
 
@@ -147,47 +143,25 @@ def ab(**kwargs: Any) -> None:
             ps_mode=kwargs["ps_mode"],
         ),
     )
-    if kwargs["cleanup"]:
-        cleanup_dataset(admin)
-    if verify_dataset(admin, prof.tables, prof.table_size) == "empty":
-        secs = prepare_dataset(bench_p, prof.tables, prof.table_size, log=note)
-        note(f"dataset prepared in {secs:.0f} s")
-    else:
-        note(f"reusing the prepared dataset ({prof.tables} x {prof.table_size:,} rows, verified)")
+    ensure_dataset(admin, bench_p, prof, cleanup=kwargs["cleanup"])
     sb.stop()
     if any(s.name == SNAPSHOT for s in sb.snapshot_list()):
         sb.snapshot_delete(SNAPSHOT)
     sb.snapshot_save(SNAPSHOT)
     note("dataset snapshot saved; write workloads start from it in every run")
 
-    cid = new_campaign_id("ab")
-    out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
-    out.mkdir(parents=True, exist_ok=True)
-    ctx = BenchContext(
-        target=bench_p,
+    ctx = open_campaign(
+        "ab",
+        kwargs["out_dir"],
+        bench_p=bench_p,
         admin=admin,
-        out_dir=out,
-        campaign_id=cid,
-        host=host_info(),
-        server=sinfo,
-        dataset={
-            "tables": prof.tables,
-            "table_size": prof.table_size,
-            "profile": prof.name,
-            "scale": prof.scale,
-            "expect": kwargs["dataset"],
-        },
-        on_event=note,
-    )
-    ctx.index = CampaignIndex(
-        campaign_id=cid,
-        kind="ab",
-        created_at=now_iso(),
-        profile=asdict(prof),
-        command=["myaccel", *sys.argv[1:]],
+        sinfo=sinfo,
+        prof=prof,
+        expect=kwargs["dataset"],
         arms={k: a.describe() for k, a in arms.items()},
     )
-    ctx.save_index()
+    out = ctx.out_dir
+    assert ctx.index is not None
     plan = AbPlan(
         sandbox=sb,
         profile=prof,

@@ -131,6 +131,66 @@ def size_dataset(prof: Profile, kind: str | None, buffer_pool_bytes: int) -> Pro
     return replace(prof, table_size=max(1000, rows))
 
 
+def ensure_dataset(
+    admin: ConnectParams, bench_p: ConnectParams, prof: Profile, *, cleanup: bool
+) -> None:
+    """Prepare the dataset, or verify and reuse the one that is there (never drop one of
+    another size unless ``cleanup``)."""
+    if cleanup:
+        note("dropping the existing dataset (--cleanup)")
+        cleanup_dataset(admin)
+    if verify_dataset(admin, prof.tables, prof.table_size) == "empty":
+        secs = prepare_dataset(bench_p, prof.tables, prof.table_size, log=note)
+        note(f"dataset prepared in {secs:.0f} s")
+    else:
+        note(f"reusing the prepared dataset ({prof.tables} x {prof.table_size:,} rows, verified)")
+
+
+def open_campaign(
+    kind: str,
+    out_dir: str | None,
+    *,
+    bench_p: ConnectParams,
+    admin: ConnectParams,
+    sinfo: dict[str, Any],
+    prof: Profile,
+    expect: str | None,
+    pid: int | None = None,
+    arms: dict[str, dict[str, Any]] | None = None,
+) -> BenchContext:
+    """The results directory, its campaign index and the context runs are measured in."""
+    cid = new_campaign_id(kind)
+    out = Path(out_dir) if out_dir else myaccel_home() / "results" / cid
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = BenchContext(
+        target=bench_p,
+        admin=admin,
+        out_dir=out,
+        campaign_id=cid,
+        host=host_info(),
+        server=sinfo,
+        dataset={
+            "tables": prof.tables,
+            "table_size": prof.table_size,
+            "profile": prof.name,
+            "scale": prof.scale,
+            "expect": expect,
+        },
+        server_pid=pid,
+        on_event=note,
+    )
+    ctx.index = CampaignIndex(
+        campaign_id=cid,
+        kind=kind,
+        created_at=now_iso(),
+        profile=asdict(prof),
+        command=["myaccel", *sys.argv[1:]],
+        arms=arms or {},
+    )
+    ctx.save_index()
+    return ctx
+
+
 @click.command()
 @server_options
 @click.option(
@@ -209,46 +269,22 @@ def bench(**kwargs: Any) -> None:
     ]
     preflight(admin_p, max(specs, key=lambda s: s.threads))
 
-    if kwargs["cleanup"]:
-        note("dropping the existing dataset (--cleanup)")
-        cleanup_dataset(admin_p)
-    state = verify_dataset(admin_p, prof.tables, prof.table_size)
-    if state == "empty":
-        secs = prepare_dataset(bench_p, prof.tables, prof.table_size, log=note)
-        note(f"dataset prepared in {secs:.0f} s")
-    else:
-        note(f"reusing the prepared dataset ({prof.tables} x {prof.table_size:,} rows, verified)")
+    ensure_dataset(admin_p, bench_p, prof, cleanup=kwargs["cleanup"])
     if kwargs["prepare_only"]:
         return
 
-    cid = new_campaign_id("bench")
-    out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
-    out.mkdir(parents=True, exist_ok=True)
-    ctx = BenchContext(
-        target=bench_p,
+    ctx = open_campaign(
+        "bench",
+        kwargs["out_dir"],
+        bench_p=bench_p,
         admin=admin_p,
-        out_dir=out,
-        campaign_id=cid,
-        host=host_info(),
-        server=sinfo,
-        dataset={
-            "tables": prof.tables,
-            "table_size": prof.table_size,
-            "profile": prof.name,
-            "scale": prof.scale,
-            "expect": kwargs["dataset"],
-        },
-        server_pid=pid,
-        on_event=note,
+        sinfo=sinfo,
+        prof=prof,
+        expect=kwargs["dataset"],
+        pid=pid,
     )
-    ctx.index = CampaignIndex(
-        campaign_id=cid,
-        kind="bench",
-        created_at=now_iso(),
-        profile=asdict(prof),
-        command=["myaccel", *sys.argv[1:]],
-    )
-    ctx.save_index()
+    out = ctx.out_dir
+    assert ctx.index is not None
     total = len(specs) * prof.runs_per_arm
     n = 0
     for r in range(prof.runs_per_arm):
