@@ -46,7 +46,12 @@ class ServerHandle:
         return lambda: connect(p)
 
     def describe(self) -> dict[str, Any]:
+        p = self.params
         return {
+            # how to reach the server again for rollback/verify (never the password)
+            "connection": None
+            if p is None
+            else {"host": p.host, "port": p.port, "socket": p.socket, "user": p.user},
             "kind": self.kind,
             "sandbox": self.sandbox_name,
             "unit": self.unit,
@@ -58,9 +63,21 @@ class ServerHandle:
     def from_dict(cls, d: dict[str, Any]) -> ServerHandle:
         if d.get("kind") == "sandbox":
             return sandbox_handle(str(d["sandbox"]), home=d.get("home"))
+        c = d.get("connection")
+        params = (
+            ConnectParams(
+                host=c.get("host"),
+                port=int(c.get("port") or 3306),
+                socket=c.get("socket"),
+                user=str(c.get("user")),
+                password=None,
+            )
+            if isinstance(c, dict)
+            else None
+        )
         return cls(
             kind=str(d.get("kind", "none")),
-            params=None,
+            params=params,
             conf_dir=Path(d["conf_dir"]) if d.get("conf_dir") else None,
             unit=d.get("unit"),
         )

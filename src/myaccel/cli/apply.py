@@ -88,6 +88,12 @@ def _handle(kwargs: dict[str, Any]) -> ServerHandle:
 @click.option(
     "--server-unit", metavar="UNIT", help="systemd unit to restart (e.g. mariadb.service)."
 )
+@click.option(
+    "--persist",
+    "persist_vars",
+    is_flag=True,
+    help="MySQL 8: SET PERSIST instead of SET GLOBAL (refused on MariaDB).",
+)
 def apply(**kwargs: Any) -> None:
     """Apply a plan with a journal written before every change; restart and health-check
     the server when needed, rolling back automatically if it does not come back healthy."""
@@ -176,8 +182,13 @@ def apply(**kwargs: Any) -> None:
     is_flag=True,
     help="Undo a journal whose checksum does not match (after review).",
 )
-def rollback_cmd(journal_file: str | None, list_: bool, force: bool, ignore_checksum: bool) -> None:
-    """Undo an apply, newest change first, byte for byte; completes an unfinished one."""
+def rollback_cmd(
+    journal_file: str | None, list_: bool, force: bool, ignore_checksum: bool, **conn_kw: Any
+) -> None:
+    """Undo an apply, newest change first, byte for byte; completes an unfinished one.
+
+    Server options (or --sandbox) override how the server recorded at apply is reached
+    (the journal never stores a password)."""
     jdir = journals_dir()
     if list_:
         for p in Journal.list_paths(jdir):
@@ -192,6 +203,26 @@ def rollback_cmd(journal_file: str | None, list_: bool, force: bool, ignore_chec
             )
         path = active[-1]
     handle = load_handle(path)
+    conn = connection_options(conn_kw)
+    if conn.given:
+        given = _handle({**conn_kw, "conf_dir": None, "server_unit": None})
+        if handle is None:
+            handle = given
+        else:
+            handle.params = given.params
+    elif handle is not None and handle.params is not None and handle.kind != "sandbox":
+        # fill the password the usual way (MYSQL_PWD, ~/.my.cnf) for the recorded server
+        from dataclasses import replace as _replace
+
+        from myaccel.server.connection import ConnectionOptions
+
+        rp = handle.params
+        found = resolve(
+            ConnectionOptions(
+                host=rp.host, port=rp.port if rp.host else None, socket=rp.socket, user=rp.user
+            )
+        )
+        handle.params = _replace(rp, password=found.password)
     connect_fn = handle.connector() if handle is not None and handle.params is not None else None
     res = rollback(path, connect=connect_fn, force=force, ignore_checksum=ignore_checksum)
     for t in res.reverted:

@@ -226,6 +226,13 @@ def open_campaign(
 )
 @click.option("--report-interval", type=int, help="Seconds between interval reports.")
 @click.option(
+    "--percentile",
+    type=click.IntRange(1, 100),
+    default=95,
+    show_default=True,
+    help="Latency percentile sysbench reports (one per run).",
+)
+@click.option(
     "--pin-client",
     metavar="CPUS",
     help="Pin sysbench to these CPUs (taskset list, e.g. 1 or 2-3); recorded. Default: unpinned.",
