@@ -24,6 +24,7 @@ from myaccel.profile.diagnose import (
 from myaccel.profile.folded import (
     KERNEL_DSO,
     Frame,
+    format_top,
     normalize_symbol,
     parse_folded,
     parse_frame,
@@ -250,6 +251,9 @@ def test_dso_tables() -> None:
     assert dincl["libc.so.6"] == pytest.approx(30.0)
     assert s.kernel_pct == pytest.approx(10.0)
     assert s.dso_known_pct == pytest.approx(100.0)
+    table = format_top(s, n=2).splitlines()
+    assert table[1].split() == ["70.00", "70.00", "row_search_mvcc", "[mariadbd]"]
+    assert len(table) == 3
 
 
 def test_group_inclusive_is_a_union() -> None:
@@ -317,6 +321,19 @@ def test_derive_microarch() -> None:
     assert m["itlb_mpki"] == pytest.approx(1.0)
     assert m["ipc"] == pytest.approx(2.0)
     assert "bogus" not in m
+    # perf stat / sysfs spell events in lowercase; canonical names win over aliases
+    low = derive_microarch(
+        {
+            "cpu_cycles": 100.0,
+            "inst_retired": 1000.0,
+            "stall_frontend": 45.0,
+            "l1i_tlb_refill": 3.0,
+            "frontend_stall_cycles_pct": 99.0,
+            "frontend_bound_pct": 45.0,
+        }
+    )
+    assert low["frontend_bound_pct"] == pytest.approx(45.0)
+    assert low["itlb_mpki"] == pytest.approx(3.0)
 
 
 # ---------------------------------------------------------------- the artifact

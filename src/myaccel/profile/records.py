@@ -449,6 +449,8 @@ _ALIASES: dict[str, str] = {
     "l1i_miss_mpki": "l1i_mpki",
     "itlb_miss_mpki": "itlb_mpki",
     "itlb_walk_mpki": "itlb_mpki",
+    "frontend_stall_cycles_pct": "frontend_bound_pct",
+    "backend_stall_cycles_pct": "backend_bound_pct",
 }
 
 
@@ -459,18 +461,25 @@ def derive_microarch(raw: Mapping[str, float]) -> dict[str, float]:
     slots, percent), ``ipc``, and misses per thousand instructions ``l1i_mpki``,
     ``itlb_mpki``, ``branch_mpki``, ``dtlb_mpki``, ``l1d_mpki``, ``l2d_mpki``. Raw counts
     (``STALL_FRONTEND``, ``CPU_CYCLES``, ``INST_RETIRED``, ``L1I_CACHE_REFILL``,
-    ``L1I_TLB_REFILL``/``ITLB_WALK``, ...) are turned into these when the canonical name is
-    absent. Values that are not finite are dropped.
+    ``L1I_TLB_REFILL``/``ITLB_WALK``, ..., in any letter case) are turned into these when
+    the canonical name is absent; an alias yields to its canonical name. Values that are not
+    finite are dropped. ``myaccel.profile.metrics.to_microarch`` produces canonical names.
     """
-    out: dict[str, float] = {}
-    for k, v in raw.items():
-        if isinstance(v, int | float) and math.isfinite(v):
-            out[_ALIASES.get(k, k)] = float(v)
+    out: dict[str, float] = {
+        k: float(v)
+        for k, v in raw.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    }
+    for alias, canonical in _ALIASES.items():
+        if alias in out and canonical not in out:
+            out[canonical] = out.pop(alias)
+    lower = {k.lower(): v for k, v in out.items()}
 
     def first(names: Iterable[str]) -> float | None:
         for n in names:
-            if n in out and out[n] > 0:
-                return out[n]
+            v = lower.get(n.lower())
+            if v is not None and v > 0:
+                return v
         return None
 
     inst = first(_INSTRUCTIONS)
