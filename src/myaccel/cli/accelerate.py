@@ -100,6 +100,8 @@ def accelerate(**kwargs: Any) -> None:
         prof.name,
         "--out",
         str(out / "ab"),
+        "--candidate-label",
+        "tuned",
     ]
     for opt in ("runs", "time", "scale"):
         if kwargs[opt] is not None:
