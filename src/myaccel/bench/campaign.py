@@ -4,6 +4,7 @@ and the run record written to disk as soon as the run ends."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import resource
 import socket
 import statistics
@@ -34,7 +35,7 @@ from myaccel.bench.runner import (
     run_argv,
 )
 from myaccel.bench.sysbench_output import parse_output
-from myaccel.errors import MyaccelError
+from myaccel.errors import MyaccelError, UsageError
 from myaccel.server.connection import ConnectParams, connect, query_rows
 
 EventFn = Callable[[str], None]
@@ -286,8 +287,6 @@ def measure_run(
 
 def load_runs(path: Path) -> list[RunRecord]:
     """Runs from a campaign directory, a campaign.json, or a single run JSON."""
-    from myaccel.errors import UsageError
-
     if path.is_dir():
         files = sorted(path.glob("run-*.json"))
     elif path.is_file():
@@ -298,8 +297,6 @@ def load_runs(path: Path) -> list[RunRecord]:
         )
     runs: list[RunRecord] = []
     for f in files:
-        import json
-
         try:
             doc = json.loads(f.read_text())
         except ValueError as exc:

@@ -107,7 +107,7 @@ def accelerate(**kwargs: Any) -> None:
         if kwargs[opt] is not None:
             args += [f"--{opt}", str(kwargs[opt])]
     ctx = click.get_current_context()
-    ctx.invoke(ab_cmd, **_ab_defaults(ab_cmd, args))
+    ctx.invoke(ab_cmd, **_parse_params(ab_cmd, args))
     from myaccel.bench.compare import Comparison
 
     cmp = Comparison.model_validate_json((out / "ab" / "comparison.json").read_text())
@@ -126,7 +126,7 @@ def accelerate(**kwargs: Any) -> None:
     click.echo(f"total: {(time.monotonic() - t0) / 60:.1f} min")
 
 
-def _ab_defaults(cmd: click.Command, args: list[str]) -> dict[str, Any]:
+def _parse_params(cmd: click.Command, args: list[str]) -> dict[str, Any]:
     """Parse ``args`` with ab's own option definitions (defaults included)."""
     ctx = cmd.make_context("ab", list(args), resilient_parsing=False)
     return dict(ctx.params)
@@ -182,7 +182,7 @@ def existing_server(
             bench_args += [f"--{opt}", str(kwargs[opt])]
     ctx = click.get_current_context()
     note("== baseline runs")
-    ctx.invoke(bench_cmd, **_ab_defaults(bench_cmd, [*bench_args, "--out", str(out / "before")]))
+    ctx.invoke(bench_cmd, **_parse_params(bench_cmd, [*bench_args, "--out", str(out / "before")]))
     if not kwargs["yes"]:
         if not _sys.stdin.isatty():
             raise UsageError("applying to an existing server needs confirmation", hint="pass --yes")
@@ -195,7 +195,7 @@ def existing_server(
     if problems:
         note("warning: " + "; ".join(problems))
     note("== tuned runs")
-    ctx.invoke(bench_cmd, **_ab_defaults(bench_cmd, [*bench_args, "--out", str(out / "after")]))
+    ctx.invoke(bench_cmd, **_parse_params(bench_cmd, [*bench_args, "--out", str(out / "after")]))
     cmp = compare_runs(load_runs(out / "before"), load_runs(out / "after"), candidate_label="tuned")
     cmp = cmp.model_copy(
         update={

@@ -9,6 +9,7 @@ equivalence in names.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,9 +54,19 @@ class OptionFile:
         return out
 
 
-def parse_option_text(
-    text: str, into: OptionFile, *, origin: str = "<text>", depth: int = 0
-) -> None:
+@dataclass(frozen=True)
+class RawOption:
+    """One option line as written: group, key and value before normalization, and the file."""
+
+    group: str
+    key: str
+    value: str | None
+    origin: str
+
+
+def iter_option_text(text: str, *, origin: str = "<text>", depth: int = 0) -> Iterator[RawOption]:
+    """Option lines in file order (duplicates kept: the server applies them in order),
+    following ``!include`` and ``!includedir`` (missing included files are skipped)."""
     group: str | None = None
     for raw in text.splitlines():
         line = raw.strip()
@@ -66,24 +77,44 @@ def parse_option_text(
             arg = arg.strip()
             base = Path(origin).parent if origin != "<text>" else Path(".")
             target = (base / arg) if arg and not os.path.isabs(arg) else Path(arg)
+            if depth >= 10:
+                continue
             if directive == "!include":
-                read_option_file(target, into, depth=depth + 1, missing_ok=True)
+                yield from iter_option_file(target, depth=depth + 1)
             elif directive == "!includedir" and target.is_dir():
                 for name in sorted(os.listdir(target)):
                     if name.endswith(".cnf"):
-                        read_option_file(target / name, into, depth=depth + 1, missing_ok=True)
+                        yield from iter_option_file(target / name, depth=depth + 1)
             continue
-        if line.startswith("[") and "]" in line:
-            group = line[1 : line.index("]")].strip().lower()
-            into.groups.setdefault(group, {})
+        if line.startswith("["):
+            group = line[1 : line.index("]")].strip().lower() if "]" in line else None
             continue
         if group is None:
             continue
         if "=" in line:
             k, _, v = line.partition("=")
-            into.groups[group][normalize_key(k)] = _unquote(v)
+            yield RawOption(group, k.strip(), v.strip(), origin)
         else:
-            into.groups[group][normalize_key(line)] = None
+            yield RawOption(group, line.split("#", 1)[0].strip(), None, origin)
+
+
+def iter_option_file(path: str | Path, *, depth: int = 0) -> Iterator[RawOption]:
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return
+    yield from iter_option_text(text, origin=str(path), depth=depth)
+
+
+def parse_option_text(
+    text: str, into: OptionFile, *, origin: str = "<text>", depth: int = 0
+) -> None:
+    for opt in iter_option_text(text, origin=origin, depth=depth):
+        if opt.origin not in into.files_read:
+            into.files_read.append(opt.origin)
+        into.groups.setdefault(opt.group, {})[normalize_key(opt.key)] = (
+            None if opt.value is None else _unquote(opt.value)
+        )
 
 
 def read_option_file(
@@ -91,8 +122,6 @@ def read_option_file(
 ) -> OptionFile:
     of = into if into is not None else OptionFile()
     p = Path(path)
-    if depth > 10:
-        return of
     try:
         text = p.read_text(errors="replace")
     except FileNotFoundError:

@@ -48,7 +48,7 @@ from myaccel import proc
 from myaccel.errors import ConnectionFailed, MyaccelError, SandboxError, ToolMissing, UsageError
 from myaccel.paths import myaccel_home
 from myaccel.server.connection import ConnectParams, connect, query_rows
-from myaccel.server.optionfile import normalize_key
+from myaccel.server.optionfile import iter_option_text, normalize_key
 
 log = logging.getLogger(__name__)
 
@@ -580,63 +580,29 @@ def server_groups(flavor: Flavor, major_minor: str) -> tuple[str, ...]:
     return tuple(groups)
 
 
-def read_server_options(
-    path: Path, groups: Sequence[str], *, _depth: int = 0, _top: bool = True
-) -> list[OptionLine]:
+def read_server_options(path: Path, groups: Sequence[str]) -> list[OptionLine]:
     """The server options of an option file, in file order (duplicates kept: the server
     applies them in order, last wins, and some options such as plugin-load-add add up).
-    Follows ``!include`` and ``!includedir``."""
+    Follows ``!include`` and ``!includedir`` (through the shared option-file reader)."""
     try:
         text = path.read_text(errors="replace")
     except FileNotFoundError as exc:
-        if not _top:
-            return []
         raise UsageError(
             f"config file '{path}' does not exist",
             hint="pass an existing option file (my.cnf) with a [mysqld] section",
         ) from exc
-    except (PermissionError, IsADirectoryError, OSError) as exc:
-        if not _top:
-            return []
+    except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise UsageError(
             f"cannot read config file '{path}': {reason}",
             hint="pass a readable option file (my.cnf) with a [mysqld] section",
         ) from exc
-    out: list[OptionLine] = []
     wanted = {g.lower() for g in groups}
-    group: str | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("!"):
-            directive, _, arg = line.partition(" ")
-            target = Path(arg.strip())
-            if not target.is_absolute():
-                target = path.parent / target
-            if _depth >= 10:
-                continue
-            if directive == "!include":
-                out += read_server_options(target, groups, _depth=_depth + 1, _top=False)
-            elif directive == "!includedir" and target.is_dir():
-                for name in sorted(os.listdir(target)):
-                    if name.endswith(".cnf"):
-                        out += read_server_options(
-                            target / name, groups, _depth=_depth + 1, _top=False
-                        )
-            continue
-        if line.startswith("["):
-            group = line[1 : line.index("]")].strip().lower() if "]" in line else None
-            continue
-        if group not in wanted:
-            continue
-        if "=" in line:
-            k, _, v = line.partition("=")
-            out.append(OptionLine(k.strip(), v.strip(), str(path)))
-        else:
-            out.append(OptionLine(line.split("#", 1)[0].strip(), None, str(path)))
-    return out
+    return [
+        OptionLine(o.key, o.value, o.origin)
+        for o in iter_option_text(text, origin=str(path))
+        if o.group in wanted
+    ]
 
 
 def parse_sets(items: Sequence[str]) -> dict[str, str]:
