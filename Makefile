@@ -9,6 +9,7 @@ STAMP := $(VENV)/.installed
 
 system-deps:
 	@bash scripts/ensure-system-deps.sh
+	@bash scripts/ensure-profile-tools.sh
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

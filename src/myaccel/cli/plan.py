@@ -60,6 +60,12 @@ def load_facts(path: str) -> Facts:
 )
 @click.option("--layers", help="Comma-separated: server,os,numa,nic,build,hardware.")
 @click.option("--threads", type=int, help="Expected client concurrency (a workload hint).")
+@click.option(
+    "--profile",
+    "profile_file",
+    metavar="FILE",
+    help="A profile (myaccel profile): its findings raise or lower the rules they name.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "as_md", is_flag=True)
 @click.option("--out", "out_file", metavar="FILE", help="Write the plan JSON here.")
@@ -71,6 +77,7 @@ def plan(**kwargs: Any) -> None:
     else:
         params = resolve(conn)
         facts = collect_facts("/", server=params, server_required=True)
+    from myaccel.cli.profile import plan_hints
     from myaccel.rules.knobview import knob_view_for
 
     knobs = knob_view_for(facts)
@@ -79,7 +86,9 @@ def plan(**kwargs: Any) -> None:
         facts,
         durability=kwargs["durability"],
         layers=layers,
-        hints=Hints(threads=kwargs["threads"]),
+        hints=plan_hints(kwargs["profile_file"], facts, threads=kwargs["threads"])
+        if kwargs["profile_file"]
+        else Hints(threads=kwargs["threads"]),
         knobs=knobs,
     )
     if kwargs["out_file"]:

@@ -479,6 +479,11 @@ def format_top(summary: StackSummary, *, by: str = "self", n: int = 20) -> str:
     rows = summary.top_self if by == "self" else summary.top_inclusive
     lines = [f"{'self%':>7} {'incl%':>7}  symbol [dso]"]
     for r in rows[:n]:
-        dso = f" [{r.dso}]" if r.dso else ""
+        if not r.dso or r.symbol == f"[{r.dso}]":
+            dso = ""  # no DSO, or an unresolved frame already named after its DSO
+        elif r.dso.startswith("["):
+            dso = f" {r.dso}"
+        else:
+            dso = f" [{r.dso}]"
         lines.append(f"{r.self_pct:7.2f} {r.inclusive_pct:7.2f}  {r.symbol}{dso}")
     return "\n".join(lines)

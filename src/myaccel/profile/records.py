@@ -27,6 +27,7 @@ from pydantic import Field, ValidationError
 from myaccel import __version__
 from myaccel.errors import UsageError
 from myaccel.model import Frozen
+from myaccel.profile.simulate import SimulationResult
 
 PROFILE_SCHEMA = "myaccel.profile/1"
 
@@ -244,6 +245,8 @@ class Profile(Frozen):
     status: StatusWindow | None = None
     findings: list[Finding] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    # valgrind's counts where no PMU exists: labelled SIMULATION, never mixed into microarch
+    simulation: SimulationResult | None = None
 
 
 # ---------------------------------------------------------------- /proc/stat
@@ -517,6 +520,7 @@ def build_profile(
     hostname: str | None = None,
     created_at: str | None = None,
     warnings: Sequence[str] = (),
+    simulation: SimulationResult | None = None,
 ) -> Profile:
     """Assemble a profile from what a recorder captured.
 
@@ -540,6 +544,7 @@ def build_profile(
         microarch=derive_microarch(microarch or {}),
         status=status,
         warnings=warn,
+        simulation=simulation,
     )
 
 

@@ -43,6 +43,51 @@ class Hints:
     threads: int | None = None
     write_heavy: bool | None = None
     findings: tuple[str, ...] = ()  # finding ids from `myaccel diagnose`
+    effects: tuple[FindingEffect, ...] = ()  # what each finding says about a rule
+
+
+@dataclass(frozen=True)
+class FindingEffect:
+    """A diagnose finding raising or lowering one rule (``myaccel plan --profile``)."""
+
+    finding: str
+    rule: str
+    direction: str  # "raise" or "lower"
+    reason: str = ""
+
+
+_CONFIDENCE = ("low", "medium", "high")
+
+
+def apply_finding_effects(
+    rule_id: str, recs: list[Recommendation], hints: Hints
+) -> list[Recommendation]:
+    """Raise (one confidence step up) or lower (one step down) the recommendations of
+    ``rule_id`` that profile findings name, with the finding as evidence and in the
+    rationale."""
+    mine = [e for e in hints.effects if e.rule == rule_id]
+    if not mine:
+        return recs
+    out: list[Recommendation] = []
+    for r in recs:
+        level = _CONFIDENCE.index(r.confidence)
+        evidence = dict(r.evidence)
+        notes: list[str] = []
+        for e in mine:
+            step = 1 if e.direction == "raise" else -1
+            level = min(len(_CONFIDENCE) - 1, max(0, level + step))
+            evidence[f"finding:{e.finding}"] = f"{e.direction}s: {e.reason}"
+            notes.append(f"profile finding {e.finding} {e.direction}s it")
+        out.append(
+            r.model_copy(
+                update={
+                    "confidence": _CONFIDENCE[level],
+                    "evidence": evidence,
+                    "rationale": f"{r.rationale} ({'; '.join(notes)})",
+                }
+            )
+        )
+    return out
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTkmgt]?)[Bb]?\s*$")
@@ -209,9 +254,11 @@ def make_plan(
         if spec.layer not in want:
             continue
         try:
-            out = spec.fn(ctx)
+            out = apply_finding_effects(spec.id, spec.fn(ctx), ctx.hints)
         except Skip as s:
-            skipped.append(Skipped(id=spec.id, layer=spec.layer, reason=s.reason))
+            raised = [e.finding for e in ctx.hints.effects if e.rule == spec.id]
+            why = s.reason + (f" (raised by finding {', '.join(raised)})" if raised else "")
+            skipped.append(Skipped(id=spec.id, layer=spec.layer, reason=why))
             continue
         for r in out:
             if r.group == "durability" and durability != "relaxed":

@@ -62,6 +62,8 @@ PORT_RANGE = (13307, 16999)
 # sun_path is 108 bytes including the terminating NUL.
 SOCKET_PATH_MAX_BYTES = 107
 DEFAULT_TIMEOUT_S = 60.0
+# A server started under a wrapper (valgrind) starts 10-50x slower: wait at least this long.
+WRAPPED_TIMEOUT_S = 600.0
 INIT_TIMEOUT_S = 600.0
 COPY_TIMEOUT_S = 6 * 3600.0
 LOG_TAIL_LINES = 15
@@ -719,6 +721,7 @@ class ActiveConfig(BaseModel):
     version: str | None = None  # version string of the binary that runs it
     overridden: list[str] = []
     started_at: str | None = None
+    wrapper: list[str] = []  # argv prefix the server runs under (valgrind), [] = none
 
     @property
     def is_base(self) -> bool:
@@ -733,6 +736,8 @@ class ActiveConfig(BaseModel):
         if self.config_file:
             parts.append(self.config_file)
         parts += [f"{k}={v}" for k, v in self.sets.items()]
+        if self.wrapper:
+            parts.append(f"under {Path(self.wrapper[0]).name}")
         return ", ".join(parts)
 
 
@@ -1440,16 +1445,28 @@ class Sandbox:
         *,
         basedir: Path | str | None = None,
         progress: Progress | None = None,
+        wrapper: Sequence[str] = (),
     ) -> StartResult:
         """Start the server with the base config plus ``config`` and ``sets`` (None = base).
 
+        ``wrapper`` is an argv prefix the server runs under, e.g. ``["valgrind",
+        "--tool=callgrind"]`` (myaccel.profile.simulate); the wait for readiness is then at
+        least ``WRAPPED_TIMEOUT_S``. ``restart`` and snapshot resumes start without it.
+
         Idempotent: a running server is left alone (``already_running``) unless another
-        configuration is asked for, which is an error (use ``restart``)."""
+        configuration or a wrapper is asked for, which is an error (use ``restart``, or
+        ``stop`` first)."""
         cfg, set_map, bdir = self._validate_request(config, sets, basedir)
         with self._locked():
             state, pid = self._probe()
             if state == "running" and pid is not None:
                 ac = self.state.active_config
+                if wrapper and list(wrapper) != ac.wrapper:
+                    raise SandboxError(
+                        f"sandbox '{self.name}' is already running (pid {pid}); cannot start "
+                        f"it under {Path(wrapper[0]).name}",
+                        hint=f"stop it first (`myaccel sandbox stop {self.name}`)",
+                    )
                 wanted = (cfg, set_map, bdir)
                 if (config is not None or sets or basedir is not None) and wanted != (
                     ac.config_file,
@@ -1475,6 +1492,7 @@ class Sandbox:
                 basedir=bdir,
                 timeout_s=timeout_s,
                 say=progress or _noop,
+                wrapper=wrapper,
             )
 
     def _validate_request(
@@ -1513,8 +1531,11 @@ class Sandbox:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         say: Progress = _noop,
         install: ServerInstall | None = None,
+        wrapper: Sequence[str] = (),
     ) -> StartResult:
         t0 = time.monotonic()
+        if wrapper:
+            timeout_s = max(timeout_s, WRAPPED_TIMEOUT_S)
         self._recover_interrupted_restore()
         if not self.datadir.is_dir():
             raise SandboxError(
@@ -1551,7 +1572,7 @@ class Sandbox:
         previous_text = self.option_file.read_text() if self.option_file.exists() else None
         self.option_file.write_text(composed.text)
         log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
-        argv = server_argv(install, self.option_file)
+        argv = [*wrapper, *server_argv(install, self.option_file)]
         with open(self.error_log, "a") as fh:
             fh.write(f"--- {_now_iso()} myaccel: {' '.join(argv)}\n")
         say(f"starting {install.version.label} on port {self.port}")
@@ -1571,6 +1592,7 @@ class Sandbox:
             version=install.version.raw,
             overridden=[o.key for o in composed.overridden],
             started_at=_now_iso(),
+            wrapper=list(wrapper),
         )
         self._save_state()
         duration = time.monotonic() - t0

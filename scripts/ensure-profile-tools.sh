@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what `myaccel profile` needs beyond apt packages, only when missing:
+# inferno (inferno-collapse-perf, inferno-flamegraph), the maintained Rust port of the
+# FlameGraph scripts, built from crates.io into the project's venv (.venv/bin).
+#
+# Debug symbols: Debian's mariadbd is stripped and its -dbgsym package lives in the
+# debian-debug archive, which this environment cannot reach (HTTP 400 through the proxy,
+# no debuginfod). perf resolves mariadbd frames from the binary's .dynsym (the SQL layer
+# is exported; InnoDB internals are not): see docs/profiling.md.
+set -euo pipefail
+
+INFERNO_VERSION=0.12.8   # keep in step with myaccel.profile.record.INFERNO_VERSION
+cd "$(dirname "$0")/.."
+ROOT="${INFERNO_ROOT:-$PWD/.venv}"
+
+have() { [ -x "$ROOT/bin/$1" ] || command -v "$1" >/dev/null 2>&1; }
+
+if have inferno-collapse-perf && have inferno-flamegraph; then
+  echo "inferno: present"
+  exit 0
+fi
+
+CARGO="$(command -v cargo || true)"
+[ -n "$CARGO" ] || CARGO="${CARGO_HOME:-$HOME/.cargo}/bin/cargo"
+if [ ! -x "$CARGO" ]; then
+  echo "error: inferno is missing and cargo is not installed; install Rust (rustup) and run:" >&2
+  echo "  cargo install inferno --locked --version $INFERNO_VERSION --root $ROOT" >&2
+  exit 1
+fi
+echo "inferno: building $INFERNO_VERSION from crates.io into $ROOT/bin (a few minutes)"
+mkdir -p "$ROOT"
+nice -n 10 "$CARGO" install inferno --locked --version "$INFERNO_VERSION" --root "$ROOT" --force -q
+# cargo install writes its bookkeeping next to bin/; keep the venv tidy.
+rm -f "$ROOT/.crates.toml" "$ROOT/.crates2.json"
+echo "inferno: installed $INFERNO_VERSION in $ROOT/bin"
