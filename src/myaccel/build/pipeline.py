@@ -1,0 +1,293 @@
+"""``myaccel build``: preflight (tree, toolchain, target CPU, flags, dependencies: all before
+anything is compiled), then the stages.
+
+Nothing outside ``--out`` is written: out-of-source builds, the instrumented and final
+installs, profiles, logs, sandboxes and the manifest all live under it; a MySQL cache line
+patch is compiled from a hard-linked copy of the tree under ``--out``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from myaccel.build import deps as depcheck
+from myaccel.build.errors import BuildOptionError, TreeError
+from myaccel.build.flags import (
+    BuildRequest,
+    arch_flags,
+    compose_phase,
+    find_toolchain,
+    resolve_target,
+)
+from myaccel.build.manifest import MANIFEST, BuildManifest, load_manifest
+from myaccel.build.runner import BuildContext, Layout, NullProgress, ProgressSink, Stage, run_stages
+from myaccel.build.stages import (
+    BoltStage,
+    CompileStage,
+    ConfigureStage,
+    InstallStage,
+    MeasureStage,
+    PatchStage,
+    ProfileCheckStage,
+    TrainStage,
+    VerifyStage,
+)
+from myaccel.build.tree import SourceTree, detect_tree
+from myaccel.build.verify import ATOMICS_EXPECTED
+from myaccel.paths import myaccel_home
+
+
+def default_out(tree: SourceTree, req: BuildRequest) -> Path:
+    tag = "+".join(req.opts) or "plain"
+    if req.cross:
+        tag += f"-{req.cross}"
+    return myaccel_home() / "builds" / f"{tree.flavor}-{tree.version}-{tag}"
+
+
+def _check_out_dir(out: Path, tree: SourceTree, resume: bool) -> BuildManifest | None:
+    src = tree.path.resolve()
+    o = out.resolve()
+    if o == src or src in o.parents:
+        raise TreeError(
+            f"--out {out} is inside the source tree",
+            hint="builds are out of source: pass a directory outside the tree",
+        )
+    if o in src.parents:
+        raise TreeError(
+            f"--out {out} contains the source tree",
+            hint="pass a directory that does not contain the sources",
+        )
+    man = o / MANIFEST
+    if man.is_file():
+        old = load_manifest(man)
+        if not resume:
+            raise TreeError(
+                f"{out} already holds a build ({old.status})",
+                hint="pass --resume to continue it (completed stages with unchanged inputs are "
+                "skipped), or choose another --out",
+            )
+        if old.source.get("path") != str(src):
+            raise TreeError(
+                f"{out} holds a build of another tree ({old.source.get('path')})",
+                hint="choose another --out",
+            )
+        return old
+    if o.exists() and any(p.name != "patches" for p in o.iterdir()):
+        raise TreeError(
+            f"--out {out} exists, is not empty and holds no myaccel build",
+            hint="pass a new or empty directory (myaccel never writes into other files)",
+        )
+    return None
+
+
+def prepare(
+    source: str | Path,
+    req: BuildRequest,
+    out: str | Path | None,
+    *,
+    resume: bool = False,
+    progress: ProgressSink | None = None,
+    write: bool = True,
+) -> BuildContext:
+    """Everything that can fail before compiling: raises with a hint, writes nothing except
+    the (new or resumed) ``--out`` directory once all checks passed (nothing at all with
+    ``write=False``, the dry run)."""
+    from myaccel.facts.cpu import collect_cpu
+    from myaccel.facts.sysroot import Sysroot
+
+    tree = detect_tree(source)
+    ad = tree.adapter
+    if req.wants("pgo") and req.cross and ad.trainer == "sandbox":
+        raise BuildOptionError(
+            "PGO of a cross-built server cannot be trained on this machine",
+            hint="build on the target, or drop pgo from --opt for the cross build",
+        )
+    tc = find_toolchain(req)
+    if tc.major and tc.major < 10 and (req.wants("pgo") or tc.target_arch == "aarch64"):
+        raise BuildOptionError(
+            f"GCC {tc.version} is too old for this build (-fprofile-partial-training and "
+            "-moutline-atomics need GCC 10+)",
+            hint="install a newer gcc/g++ (Debian 12 has GCC 12)",
+        )
+    cpu = None
+    if not req.cross or req.sysroot != "/":
+        cpu = collect_cpu(Sysroot(req.sysroot))
+        if req.cross and cpu.arch.value != tc.target_arch:
+            raise BuildOptionError(
+                f"--sysroot {req.sysroot} describes a {cpu.arch.value} machine, the cross target "
+                f"is {tc.target_arch}",
+                hint="pass the captured sysroot of the target machine, or --target-cpu",
+            )
+    target = resolve_target(req, tc, cpu)
+    arch, arch_why = arch_flags(req, target)
+    dep_results = depcheck.ensure(tree, req, tc)
+    out_dir = Path(out) if out else default_out(tree, req)
+    old = _check_out_dir(out_dir, tree, resume)
+    layout = Layout(out_dir.resolve())
+    phases = {}
+    if req.wants("pgo"):
+        phases["instrumented"] = compose_phase("instrumented", tree, req, tc, arch, layout.profile)
+    phases["final"] = compose_phase("final", tree, req, tc, arch, layout.profile)
+
+    # MySQL cache line: the patch is reviewable before anything is compiled
+    patches: list[dict[str, object]] = []
+    source_dir: Path | None = None
+    if req.wants("cacheline") and ad.cacheline_mode == "patch":
+        from myaccel.build.patch import make_cacheline_patch
+
+        patch = make_cacheline_patch(tree.path, req.cacheline_bytes)
+        pfile = layout.patches / f"innodb-cacheline-{req.cacheline_bytes}.patch"
+        if write:
+            layout.patches.mkdir(parents=True, exist_ok=True)
+            pfile.write_text(patch.diff)
+        patches.append(
+            {"files": list(patch.files), "patch": str(pfile), "applied": req.allow_patch}
+        )
+        if not req.allow_patch:
+            raise BuildOptionError(
+                f"{ad.label}: InnoDB's cache line is a source constant; the change is written "
+                f"to {pfile} for review",
+                hint="review it, then rerun with --allow-patch (the original tree stays "
+                "untouched: a linked copy under --out is compiled)",
+            )
+        source_dir = layout.out / "src"
+
+    if write:
+        layout.out.mkdir(parents=True, exist_ok=True)
+    man = old or BuildManifest()
+    man.status = "running"
+    man.error = ""
+    man.source = {
+        "path": str(tree.path),
+        "flavor": tree.flavor,
+        "version": tree.version,
+        "label": ad.label,
+        "markers": list(tree.markers),
+        "config_headers": list(ad.config_headers),
+        "patched": source_dir is not None,
+        "compiled_from": str(source_dir or tree.path),
+        "notes": list(ad.notes),
+    }
+    man.out_dir = str(layout.out)
+    man.build_dir = str(layout.build)
+    man.install_dir = str(layout.install)
+    expected_atomics = None
+    if tc.target_arch == "aarch64":
+        atom = req.effective_atomics
+        expected_atomics = "outline" if atom == "auto" else atom
+    man.request = {
+        "opts": list(req.opts),
+        "atomics": req.effective_atomics,
+        "atomics_expected": expected_atomics,
+        "target_cpu": req.target_cpu,
+        "cross": req.cross,
+        "jobs": req.jobs,
+        "train_profile": req.train_profile,
+        "train_ops": req.train_ops,
+        "cacheline_bytes": req.cacheline_bytes if req.wants("cacheline") else None,
+        "allow_patch": req.allow_patch,
+        "extra_cmake": list(req.extra_cmake),
+        "compare_with": req.compare_with,
+        "sysroot": req.sysroot,
+    }
+    man.compiler = {
+        "cc": tc.cc,
+        "cxx": tc.cxx,
+        "version": tc.version,
+        "triplet": tc.triplet,
+        "cross": tc.cross,
+        "generator": tc.generator,
+    }
+    man.target = {
+        "arch": target.arch,
+        "cpu": target.mcpu,
+        "has_lse": target.has_lse,
+        "source": target.source,
+        "arch_flags": arch,
+        "why": arch_why,
+    }
+    man.flags = {k: v.to_dict() for k, v in phases.items()}
+    man.left_out = ad.left_out()
+    man.dependencies = [
+        {"name": r.dep.name, "package": r.dep.package, "found": r.found, "where": r.where}
+        for r in dep_results
+    ]
+    man.patches = patches
+    if ATOMICS_EXPECTED.get(str(expected_atomics)) is None and expected_atomics is not None:
+        man.request["atomics_expected"] = None
+    ctx = BuildContext(
+        tree=tree,
+        request=req,
+        toolchain=tc,
+        target=target,
+        layout=layout,
+        manifest=man,
+        phases=phases,
+        progress=progress or NullProgress(),
+        source_dir=source_dir,
+        resume=resume,
+    )
+    if write:
+        ctx.save()
+    return ctx
+
+
+def dry_run(source: str | Path, req: BuildRequest, out: str | Path | None) -> str:
+    """What ``build`` would do: the checks run, nothing is written or compiled."""
+    ctx = prepare(source, req, out, write=False)
+    lines = [
+        f"# {ctx.tree.adapter.label}: {', '.join(req.opts) or 'plain'} build into {ctx.layout.out}",
+        f"# compiler: {ctx.toolchain.describe()}; target: {ctx.manifest.target['why']}",
+        f"# dependencies: all {len(ctx.manifest.dependencies)} found",
+        "# stages: " + " -> ".join(s.name for s in stages_for(ctx)),
+    ]
+    import shlex
+
+    for phase in ctx.phases:
+        argv = ConfigureStage("instrumented" if phase == "instrumented" else "final").argv(ctx)
+        lines.append(f"# {phase} configure:")
+        lines.append(shlex.join(argv))
+    if ctx.manifest.left_out:
+        lines.append(f"# left out ({len(ctx.manifest.left_out)}):")
+        lines += [f"#   {x}" for x in ctx.manifest.left_out]
+    return "\n".join(lines)
+
+
+def stages_for(ctx: BuildContext) -> list[Stage]:
+    req = ctx.request
+    st: list[Stage] = []
+    if ctx.source_dir is not None:
+        st.append(PatchStage())
+    if req.wants("pgo"):
+        st += [
+            ConfigureStage("instrumented"),
+            CompileStage("instrumented"),
+            InstallStage("instrumented"),
+            TrainStage(),
+            ProfileCheckStage(),
+        ]
+    st += [ConfigureStage("final"), CompileStage("final"), InstallStage("final")]
+    if req.wants("bolt"):
+        st.append(BoltStage())
+    st += [VerifyStage(), MeasureStage()]
+    return st
+
+
+def build(
+    source: str | Path,
+    req: BuildRequest,
+    out: str | Path | None = None,
+    *,
+    resume: bool = False,
+    progress: ProgressSink | None = None,
+) -> BuildManifest:
+    from myaccel.build.report import format_report
+
+    ctx = prepare(source, req, out, resume=resume, progress=progress)
+    try:
+        run_stages(ctx, stages_for(ctx))
+        ctx.manifest.status = "complete"
+        ctx.save()
+    finally:
+        (ctx.layout.out / "build-report.md").write_text(format_report(ctx.manifest))
+    return ctx.manifest

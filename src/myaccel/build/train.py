@@ -1,0 +1,185 @@
+"""Training workloads for PGO (and the profiled run for BOLT).
+
+* kvlab fixture: its own deterministic driver (``kvlabd --bench``), run to a normal exit.
+* Real servers: a sandbox (``myaccel.server.sandbox.Sandbox``) created from the install tree
+  (``basedir``), under ``OUT/work/home`` so nothing lands in the user's MYACCEL_HOME; the
+  tree's own ``mariadb-install-db`` initializes it; sysbench runs each workload of the
+  chosen bench profile once; then the server is shut down cleanly (profiles are written at
+  clean exit only; a SIGKILL after the stop timeout is an error: the profiles are partial).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from myaccel import proc
+from myaccel.build.errors import TrainingError
+from myaccel.build.runner import run_streamed
+
+QEMU_SYSROOT = {"aarch64": "/usr/aarch64-linux-gnu"}
+
+
+def runner_prefix(target_arch: str, cross: bool) -> list[str]:
+    """How to execute a target binary here: directly, or under qemu-user for cross builds."""
+    if not cross:
+        return []
+    qemu = proc.which(f"qemu-{target_arch}")
+    if qemu is None:
+        raise TrainingError(
+            f"running {target_arch} binaries here needs qemu-{target_arch}",
+            hint="apt-get install qemu-user",
+        )
+    return [qemu, "-L", QEMU_SYSROOT.get(target_arch, "/")]
+
+
+@dataclass(frozen=True)
+class FixtureWorkload:
+    ops: int
+    threads: int
+    seed: int = 7
+
+    def argv(self, binary: Path) -> list[str]:
+        return [
+            str(binary),
+            "--bench",
+            "--ops",
+            str(self.ops),
+            "--threads",
+            str(self.threads),
+            "--seed",
+            str(self.seed),
+        ]
+
+
+def train_fixture(
+    binary: Path, workload: FixtureWorkload, log: IO[str], prefix: list[str], cwd: Path
+) -> dict[str, Any]:
+    t0 = time.monotonic()
+    lines: list[str] = []
+    run_streamed(
+        [*prefix, *workload.argv(binary)],
+        log,
+        cwd=cwd,
+        env=None,
+        what="training run (kvlabd --bench)",
+        timeout_s=600,
+        on_line=lines.append,
+    )
+    summary = next((ln for ln in lines if ln.startswith("kvlabd bench")), "")
+    return {
+        "workload": f"kvlabd --bench ops={workload.ops} threads={workload.threads} seed={workload.seed}",
+        "duration_s": round(time.monotonic() - t0, 2),
+        "output": summary,
+    }
+
+
+# ---------------------------------------------------------------- real servers
+
+
+@dataclass(frozen=True)
+class SandboxWorkload:
+    profile: str
+    runs: list[tuple[str, int]]  # (workload, threads)
+    tables: int
+    table_size: int
+    duration_s: int
+
+
+def sandbox_workload(profile_name: str) -> SandboxWorkload:
+    from myaccel.bench.profiles import get_profile
+
+    prof = get_profile(profile_name)
+    return SandboxWorkload(
+        profile=prof.name,
+        runs=prof.cells,
+        tables=prof.tables,
+        table_size=prof.table_size,
+        duration_s=prof.duration_s + prof.warmup_s,
+    )
+
+
+def train_sandbox(
+    basedir: Path,
+    home: Path,
+    workload: SandboxWorkload,
+    log: IO[str],
+    *,
+    name: str = "build-train",
+    during: Callable[[int | None], contextlib.AbstractContextManager[Any]] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run ``workload`` against a sandbox of the server at ``basedir``; stop it cleanly.
+
+    ``during(pid)`` wraps the measured runs (BOLT uses it to run perf record on the server).
+    """
+    from myaccel.bench.runner import RunSpec, execute, prepare_dataset, run_argv
+    from myaccel.server.sandbox import Sandbox
+
+    def note(msg: str) -> None:
+        log.write(f"# {msg}\n")
+        log.flush()
+        if say:
+            say(msg)
+
+    home.mkdir(parents=True, exist_ok=True)
+    if Sandbox.exists(name, home=home):
+        with contextlib.suppress(Exception):
+            Sandbox.load(name, home=home).destroy()
+    note(f"creating sandbox '{name}' from {basedir} (home {home})")
+    try:
+        sb = Sandbox.init(name, basedir=basedir, home=home, timeout_s=600, progress=note)
+    except Exception as exc:
+        inner = getattr(exc, "hint", "")
+        raise TrainingError(
+            f"the training sandbox did not start from {basedir}: {exc}",
+            hint="the install tree must hold the server, its install-db script and share/ "
+            "(`myaccel sandbox init NAME --basedir DIR` shows the same error)"
+            + (f"; {inner}" if inner else ""),
+        ) from exc
+    results: list[dict[str, Any]] = []
+    try:
+        bench = sb.bench_params(tcp=False)
+        secs = prepare_dataset(bench, workload.tables, workload.table_size, log=note)
+        note(f"dataset {workload.tables} x {workload.table_size:,} rows prepared in {secs:.0f} s")
+        ctx = during(sb.pid) if during else contextlib.nullcontext()
+        with ctx:
+            for w, t in workload.runs:
+                spec = RunSpec(
+                    workload=w,
+                    threads=t,
+                    duration_s=workload.duration_s,
+                    warmup_s=0,
+                    tables=workload.tables,
+                    table_size=workload.table_size,
+                    seed=1,
+                )
+                argv, env = run_argv(spec, bench)
+                note(f"training run: {w} at {t} threads for {workload.duration_s} s")
+                raw = execute(argv, env, timeout_s=workload.duration_s * 3 + 120)
+                log.write(raw.output)
+                if raw.exit_code != 0:
+                    raise TrainingError(
+                        f"sysbench {w} failed during training (exit {raw.exit_code})",
+                        hint=f"see {getattr(log, 'name', 'the log')} and {sb.error_log}",
+                    )
+                results.append({"workload": w, "threads": t, "wall_s": round(raw.wall_s, 1)})
+    finally:
+        stop = sb.stop_result(timeout_s=900)
+        note(stop.message)
+        with contextlib.suppress(Exception):
+            log.write("# server error log tail:\n" + "\n".join(sb.error_log_tail(30)) + "\n")
+    if stop.killed:
+        raise TrainingError(
+            "the training server did not shut down cleanly (killed with SIGKILL): its "
+            "profiles are missing or partial",
+            hint="profiles are written at clean exit only; see the error log in the sandbox "
+            f"under {home} and raise the shutdown timeout",
+        )
+    with contextlib.suppress(Exception):
+        sb.destroy()
+    return {"profile": workload.profile, "runs": results, "sandbox_home": str(home)}

@@ -1,0 +1,282 @@
+"""`myaccel build` (optimized server builds) and `myaccel verify-build` (the checklist)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from myaccel.cli.progress import interactive, note
+
+
+class StageProgress:
+    """Stage lines and a live bar for compiles on a terminal; plain lines elsewhere."""
+
+    def __init__(self) -> None:
+        self.tty = interactive()
+        self._progress: Any = None
+        self._task: Any = None
+        self._name = ""
+        self._t0 = 0.0
+        self._last_plain = 0.0
+
+    def stage_started(self, name: str, title: str) -> None:
+        self._name, self._t0 = name, time.monotonic()
+        if self.tty:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[info]}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(f"{name}: {title}", total=None, info="")
+        else:
+            note(f"[{name}] {title} ...")
+
+    def stage_progress(self, done: int | None, total: int | None, text: str) -> None:
+        if self._progress is not None and done is not None and total:
+            self._progress.update(self._task, completed=done, total=total, info=f"{done}/{total}")
+        elif (
+            not self.tty
+            and done is not None
+            and total
+            and time.monotonic() - self._last_plain >= 30
+        ):
+            self._last_plain = time.monotonic()
+            note(f"[{self._name}] {done}/{total} ({time.monotonic() - self._t0:.0f} s)")
+
+    def stage_finished(self, name: str, status: str, duration_s: float, info: str) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+        mark = {"done": "ok", "resumed": "resumed", "skipped": "skipped", "failed": "FAILED"}
+        note(
+            f"[{name}] {mark.get(status, status)} {duration_s:.1f} s"
+            + (f": {info}" if info else "")
+        )
+
+    def note(self, message: str) -> None:
+        if self._progress is not None:
+            self._progress.console.log(message)
+        else:
+            note(f"  {message}")
+
+
+@click.command()
+@click.option(
+    "--source",
+    "source",
+    required=True,
+    type=click.Path(),
+    help="Top directory of a MariaDB/MySQL/Percona source tree.",
+)
+@click.option(
+    "--opt",
+    "opt",
+    default="",
+    metavar="LIST",
+    help="Optimizations, comma separated: lse,lto,pgo,bolt,cacheline (default: none, a plain build).",
+)
+@click.option(
+    "--train",
+    "train",
+    default="quick",
+    show_default=True,
+    metavar="PROFILE",
+    help="Bench profile for PGO/BOLT training (`myaccel bench --help` lists them).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False),
+    help="Build directory (default: $MYACCEL_HOME/builds/...).",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Parallel compile jobs (default: CPUs).",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue a build in --out: skip completed stages whose inputs are unchanged.",
+)
+@click.option(
+    "--target-cpu",
+    metavar="CPU",
+    help="aarch64 core (-mcpu: neoverse-n1, tsv110, cortex-a72, ...) or x86 -march.",
+)
+@click.option(
+    "--cross",
+    type=click.Choice(["aarch64"]),
+    help="Cross-build for aarch64 (aarch64-linux-gnu-gcc).",
+)
+@click.option(
+    "--atomics",
+    type=click.Choice(["auto", "llsc", "outline", "lse"]),
+    default="auto",
+    show_default=True,
+    help="aarch64 atomics: auto = outline helpers; llsc = ARMv8.0 loops; lse = inline (as --opt lse).",
+)
+@click.option(
+    "--sysroot",
+    default="/",
+    show_default=True,
+    help="Probe the target CPU from this captured sysroot.",
+)
+@click.option(
+    "--allow-patch", is_flag=True, help="Compile a reviewed source patch (MySQL InnoDB cache line)."
+)
+@click.option(
+    "--cacheline-bytes", type=click.Choice(["64", "128", "256"]), default="128", show_default=True
+)
+@click.option(
+    "--compare-with",
+    type=click.Path(file_okay=False),
+    metavar="BASEDIR",
+    help="Install tree of a baseline build: Ir per op of both.",
+)
+@click.option(
+    "--cmake-arg",
+    "cmake_args",
+    multiple=True,
+    metavar="ARG",
+    help="Extra argument for cmake (repeatable).",
+)
+@click.option(
+    "--train-ops", type=click.IntRange(1000), default=300_000, show_default=True, hidden=True
+)
+@click.option(
+    "--measure-ops", type=click.IntRange(1000), default=60_000, show_default=True, hidden=True
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest JSON at the end.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Run every check and print the cmake invocations and stages; build and write nothing.",
+)
+def build(**kw: Any) -> None:
+    """Build a server from source with verified optimizations.
+
+    Every step is checked before hours are spent (tree, version, compiler, dependencies,
+    target CPU), logged under OUT/logs, resumable, and recorded in OUT/manifest.json next
+    to OUT/install, which `myaccel sandbox init --basedir` and `myaccel ab
+    --candidate-basedir` accept.
+    """
+    import os
+
+    from myaccel.build.flags import BuildRequest, parse_opts
+    from myaccel.build.pipeline import build as run_build
+
+    req = BuildRequest(
+        opts=parse_opts(kw["opt"]),
+        atomics=kw["atomics"],
+        target_cpu=kw["target_cpu"],
+        cross=kw["cross"],
+        jobs=kw["jobs"] or os.cpu_count() or 2,
+        train_profile=kw["train"],
+        train_ops=kw["train_ops"],
+        measure_ops=kw["measure_ops"],
+        allow_patch=kw["allow_patch"],
+        cacheline_bytes=int(kw["cacheline_bytes"]),
+        extra_cmake=tuple(kw["cmake_args"]),
+        compare_with=str(Path(kw["compare_with"]).resolve()) if kw["compare_with"] else None,
+        sysroot=kw["sysroot"],
+    )
+    if req.wants("pgo") or req.wants("bolt"):
+        from myaccel.bench.profiles import get_profile
+
+        get_profile(req.train_profile)  # an unknown profile fails before anything is built
+    if kw["dry_run"]:
+        from myaccel.build.pipeline import dry_run
+
+        click.echo(dry_run(kw["source"], req, kw["out"]))
+        return
+    t0 = time.monotonic()
+    man = run_build(kw["source"], req, kw["out"], resume=kw["resume"], progress=StageProgress())
+    if kw["as_json"]:
+        click.echo(man.model_dump_json(indent=2))
+        return
+    click.echo(format_summary(man.model_dump(), time.monotonic() - t0))
+    from myaccel.cli.report import report_after_run
+
+    # the manifest file, not OUT: OUT holds the build tree (compile_commands.json and more)
+    out_dir = Path(man.out_dir)
+    report_after_run([out_dir / "manifest.json"], out_dir)
+
+
+def format_summary(m: dict[str, Any], wall_s: float) -> str:
+    lines = [
+        f"built {m['source']['label']} ({', '.join(m['request']['opts']) or 'plain'}) "
+        f"with GCC {m['compiler']['version']} in {wall_s:.0f} s",
+        f"install tree: {m['install_dir']}  (myaccel sandbox init NAME --basedir {m['install_dir']})",
+        f"manifest:     {Path(m['out_dir']) / 'manifest.json'}  (report: build-report.md)",
+        f"target:       {m['target']['why']}",
+    ]
+    if m["left_out"]:
+        lines.append(f"left out:     {len(m['left_out'])} optional parts (see manifest left_out)")
+    for s in m["stages"]:
+        dur = f"{s['duration_s']:.0f} s" if s.get("duration_s") is not None else "-"
+        why = f" ({s['reason']})" if s.get("reason") else ""
+        lines.append(
+            f"  {s['name']:22} {s['status']:8} {dur:>7}{' (resumed)' if s.get('resumed') else ''}{why}"
+        )
+    lines.append("verification:")
+    for c in m["verification"]:
+        lines.append(f"  {c['status']:7} {c['id']:20} {c['evidence'][:110]}")
+    cg = m["measurements"].get("callgrind")
+    if cg:
+        mine = cg["this_build"]
+        line = f"callgrind: {mine['ir_per_op']:.1f} Ir/op ({mine['ir_total']:,} Ir for {mine['ops']:,} ops)"
+        if mine.get("mispredicts_per_op") is not None:
+            line += f", {mine['mispredicts_per_op']:.2f} simulated mispredicts/op"
+        if "baseline" in cg:
+            b = cg["baseline"]
+            line += f"; baseline {b['ir_per_op']:.1f} Ir/op ({cg['delta_pct']:+.1f}%)"
+            if b.get("mispredicts_per_op") is not None:
+                line += f", {b['mispredicts_per_op']:.2f} mispredicts/op"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@click.command("verify-build")
+@click.argument("binary", type=click.Path())
+@click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(),
+    help="The build's manifest.json (adds warnings, config and BOLT checks).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+def verify_build(binary: str, manifest_path: str | None, as_json: bool) -> None:
+    """Check a built server binary: profile use, no instrumentation left, LTO, atomics class,
+    relocations and BOLT, text alignment, cache line. Exit 6 when a check fails."""
+    from myaccel.build.errors import VerifyFailed
+    from myaccel.build.manifest import load_manifest
+    from myaccel.build.verify import run_checks
+
+    man = load_manifest(Path(manifest_path)) if manifest_path else None
+    _, checks = run_checks(Path(binary), man)
+    if as_json:
+        click.echo(json.dumps([c.model_dump() for c in checks], indent=2))
+    else:
+        for c in checks:
+            exp = f" (expected {c.expected})" if c.expected and c.status != "pass" else ""
+            click.echo(f"{c.status:7} {c.id:20} {c.evidence}{exp}")
+    failed = [c.id for c in checks if c.status == "fail"]
+    if failed:
+        raise VerifyFailed(
+            f"{len(failed)} check(s) failed: {', '.join(failed)}",
+            hint="see the evidence above; rebuild with the flags the manifest records",
+        )
