@@ -20,6 +20,11 @@ needs=(
   "ethtool:ethtool"
   "gcc:gcc"
   "make:make"
+  "g++:g++"                                    # myaccel build (kvlab fixture, tests/integration/test_build_fixture.py)
+  "cmake:cmake"
+  "ninja:ninja-build"
+  "aarch64-linux-gnu-g++:g++-aarch64-linux-gnu" # cross builds of the fixture (atomics classes)
+  "chromium:chromium"   # headless check of report.html (tests/integration/test_report_chromium.py)
 )
 
 missing=()
@@ -29,6 +34,12 @@ for pair in "${needs[@]}"; do
     case " ${missing[*]-} " in *" $pkg "*) ;; *) missing+=("$pkg");; esac
   fi
 done
+# BOLT (myaccel build --opt bolt): Debian's bolt-16 puts llvm-bolt under /usr/lib/llvm-16/bin.
+# Only where the distribution has it (Debian 12); elsewhere the BOLT stage skips with its reason.
+if ! compgen -G "/usr/lib/llvm-*/bin/llvm-bolt" >/dev/null && ! command -v llvm-bolt >/dev/null 2>&1 \
+   && apt-cache show bolt-16 >/dev/null 2>&1; then
+  missing+=("bolt-16")
+fi
 # python3 -m venv needs ensurepip, shipped separately on Debian.
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   missing+=("python3-venv")

@@ -58,6 +58,12 @@ def main() -> None:
     name, tuned = sys.argv[1], Path(sys.argv[2])
     rest = sys.argv[3:]
     sb = Sandbox.load(name)
+    if not sb.is_running():
+        sys.exit(
+            f"error: sandbox {name!r} is not running; MySQLTuner reads the status counters of a "
+            "server that has run the workload (hint: run `myaccel bench --sandbox NAME` or "
+            "`myaccel accelerate` on it first)"
+        )
     r = subprocess.run(
         ["mysqltuner", "--defaults-file", str(sb.option_file), "--nocolor", "--noinfo", "--nogood"],
         capture_output=True,
@@ -68,6 +74,8 @@ def main() -> None:
     text = r.stdout + r.stderr
     adv = advice(text)
     print(f"MySQLTuner exit {r.returncode}; advice translated: {adv}")
+    if not adv:
+        sys.exit("error: no MySQLTuner advice could be read; its output:\n" + text[-2000:])
     if "division by zero" in text:
         print(
             "note: MySQLTuner died with 'Illegal division by zero' (Debian 1.9.9); used the advice printed before it"

@@ -200,6 +200,9 @@ def ab(**kwargs: Any) -> None:
     harness = sum(r.harness_cpu_s or 0 for r in records)
     run_wall = sum(r.wall_s for r in records) or 1
     click.echo(f"results: {out}")
+    from myaccel.cli.report import report_after_run
+
+    report_after_run([out], out)
     click.echo(
         f"duration: {time.monotonic() - t0:.0f} s; harness CPU {100 * harness / run_wall:.2f}% of one CPU during the runs"
     )

@@ -123,6 +123,10 @@ def accelerate(**kwargs: Any) -> None:
     )
     (out / "report.md").write_text(md)
     click.echo(f"report: {out / 'report.md'}")
+    # HTML report with plots; its report.md (a superset of the one above) replaces it.
+    from myaccel.cli.report import report_after_run
+
+    report_after_run([out], out)
     click.echo(f"total: {(time.monotonic() - t0) / 60:.1f} min")
 
 
@@ -209,6 +213,10 @@ def existing_server(
     (out / "comparison.md").write_text(format_markdown(cmp))
     click.echo(format_markdown(cmp), nl=False)
     click.echo(f"applied with journal {res.journal_path}; undo with: myaccel rollback")
+    from myaccel.cli.report import report_after_run
+
+    journal = [Path(res.journal_path)] if res.journal_path else []
+    report_after_run([out, *journal], out)
     click.echo(f"results: {out}; total {(time.monotonic() - t0) / 60:.1f} min")
 
 

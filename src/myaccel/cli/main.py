@@ -25,6 +25,11 @@ COMMANDS = {
     "apply": "myaccel.cli.apply:apply",
     "rollback": "myaccel.cli.apply:rollback_cmd",
     "verify": "myaccel.cli.apply:verify",
+    "build": "myaccel.cli.build:build",
+    "verify-build": "myaccel.cli.build:verify_build",
+    "report": "myaccel.cli.report:report",
+    "profile": "myaccel.cli.profile:profile",
+    "diagnose": "myaccel.cli.profile:diagnose",
 }
 
 

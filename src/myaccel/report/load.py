@@ -1,0 +1,245 @@
+"""Find and read the artifacts a report is made from.
+
+Any mix of directories and files is accepted. JSON documents are recognised by their
+``schema_version`` (``myaccel.facts/1``, ``myaccel.plan/1``, ``myaccel.journal/1``,
+``myaccel.run/1``, ``myaccel.campaign/1``, ``myaccel.comparison/1``,
+``myaccel.profile/1``) or by a ``schema`` starting with ``myaccel.build`` (build manifests,
+shown generically). Inside a directory, JSON of other programs is ignored and a damaged
+artifact becomes a note in the report (a crash may have left it half written); a file named
+on the command line must be an artifact this version reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import ValidationError
+
+from myaccel.actions.journal import JournalData
+from myaccel.bench.compare import Comparison
+from myaccel.bench.run_record import CampaignIndex, RunRecord
+from myaccel.errors import UsageError
+from myaccel.model import Facts
+from myaccel.profile.records import Profile
+from myaccel.rules.model import Plan
+
+KNOWN_SCHEMAS = (
+    "myaccel.facts/1",
+    "myaccel.plan/1",
+    "myaccel.journal/1",
+    "myaccel.run/1",
+    "myaccel.campaign/1",
+    "myaccel.comparison/1",
+    "myaccel.profile/1",
+    "myaccel.build*",
+)
+MAX_DEPTH = 4  # results/<campaign>/ab/run-001.json is depth 2; leave room
+MAX_FILE_BYTES = 64 * 2**20
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Loaded(Generic[T]):
+    path: Path
+    doc: T
+
+
+@dataclass
+class Artifacts:
+    """Everything found, by kind, each with the file it came from."""
+
+    roots: list[Path] = field(default_factory=list)
+    facts: list[Loaded[Facts]] = field(default_factory=list)
+    plans: list[Loaded[Plan]] = field(default_factory=list)
+    journals: list[Loaded[JournalData]] = field(default_factory=list)
+    runs: list[Loaded[RunRecord]] = field(default_factory=list)
+    campaigns: list[Loaded[CampaignIndex]] = field(default_factory=list)
+    comparisons: list[Loaded[Comparison]] = field(default_factory=list)
+    profiles: list[Loaded[Profile]] = field(default_factory=list)
+    builds: list[Loaded[dict[str, Any]]] = field(default_factory=list)
+    candidate_configs: list[Path] = field(default_factory=list)  # tuned.cnf of accelerate
+    notes: list[str] = field(default_factory=list)  # unreadable or damaged files
+
+    @property
+    def count(self) -> int:
+        return sum(
+            len(x)
+            for x in (
+                self.facts,
+                self.plans,
+                self.journals,
+                self.runs,
+                self.campaigns,
+                self.comparisons,
+                self.profiles,
+                self.builds,
+            )
+        )
+
+
+def schema_of(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return None
+    for key in ("schema_version", "schema"):
+        val = doc.get(key)
+        if isinstance(val, str):
+            return val
+    return None
+
+
+def _is_ours(schema: str | None) -> bool:
+    return schema is not None and schema.startswith("myaccel.")
+
+
+def _unknown_schema(path: Path, schema: str | None) -> UsageError:
+    return UsageError(
+        f"'{path}' has schema {schema!r}, which this myaccel cannot report on",
+        hint="pass files written by myaccel (facts, plan, journal, runs, comparison, profile, "
+        "build manifest); an artifact of a newer myaccel needs that version",
+    )
+
+
+def _add(arts: Artifacts, path: Path, doc: dict[str, Any], schema: str) -> None:
+    if schema == "myaccel.facts/1":
+        arts.facts.append(Loaded(path, Facts.model_validate(doc)))
+    elif schema == "myaccel.plan/1":
+        arts.plans.append(Loaded(path, Plan.model_validate(doc)))
+    elif schema == "myaccel.journal/1":
+        arts.journals.append(Loaded(path, JournalData.model_validate(doc)))
+    elif schema == "myaccel.run/1":
+        arts.runs.append(Loaded(path, RunRecord.model_validate(doc)))
+    elif schema == "myaccel.campaign/1":
+        arts.campaigns.append(Loaded(path, CampaignIndex.model_validate(doc)))
+    elif schema == "myaccel.comparison/1":
+        arts.comparisons.append(Loaded(path, Comparison.model_validate(doc)))
+    elif schema == "myaccel.profile/1":
+        arts.profiles.append(Loaded(path, Profile.model_validate(doc)))
+    elif schema.startswith("myaccel.build"):
+        arts.builds.append(Loaded(path, doc))
+    else:
+        raise _unknown_schema(path, schema)
+
+
+def _load_file(arts: Artifacts, path: Path, *, explicit: bool) -> None:
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            if explicit:
+                raise UsageError(
+                    f"'{path}' is larger than {MAX_FILE_BYTES // 2**20} MiB",
+                    hint="pass the artifact JSON files myaccel wrote",
+                )
+            return
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        if explicit:
+            raise UsageError(
+                f"'{path}' is not readable JSON: {str(exc).splitlines()[0]}",
+                hint="pass a results directory or the JSON artifacts myaccel wrote",
+            ) from None
+        arts.notes.append(f"{path}: not readable JSON ({str(exc).splitlines()[0]}): left out")
+        return
+    schema = schema_of(doc)
+    if not _is_ours(schema):
+        if explicit:
+            raise _unknown_schema(path, schema)
+        return  # another program's JSON next to ours
+    assert schema is not None and isinstance(doc, dict)
+    known = any(
+        schema == s or (s.endswith("*") and schema.startswith(s[:-1])) for s in KNOWN_SCHEMAS
+    )
+    if not known:
+        raise _unknown_schema(path, schema)
+    try:
+        _add(arts, path, doc, schema)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        if explicit:
+            raise UsageError(
+                f"'{path}' does not match {schema}: {where}: {first.get('msg', '')}",
+                hint="the file is damaged or from another myaccel version; write it again",
+            ) from None
+        arts.notes.append(
+            f"{path}: does not match {schema} ({where}: {first.get('msg', '')}): left out"
+        )
+
+
+def _walk(root: Path, depth: int = 0) -> list[Path]:
+    out: list[Path] = []
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return out
+    for p in entries:
+        if p.name.startswith("."):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            if depth < MAX_DEPTH:
+                out += _walk(p, depth + 1)
+        elif p.suffix == ".json" and p.is_file():
+            out.append(p)
+    return out
+
+
+def load_artifacts(paths: Sequence[Path]) -> Artifacts:
+    """Read every artifact under ``paths``; raise UsageError when there is none."""
+    if not paths:
+        raise UsageError(
+            "no results directory given", hint="myaccel report RESULTS_DIR (e.g. from accelerate)"
+        )
+    arts = Artifacts()
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise UsageError(
+                f"'{p}' does not exist",
+                hint="pass a results directory written by accelerate, ab, bench, profile or build",
+            )
+        arts.roots.append(p)
+        if p.is_dir():
+            for f in _walk(p):
+                _load_file(arts, f, explicit=False)
+            arts.candidate_configs += sorted(p.glob("tuned.cnf"))
+        else:
+            _load_file(arts, p, explicit=True)
+            cnf = p.parent / "tuned.cnf"
+            if cnf.is_file() and cnf not in arts.candidate_configs:
+                arts.candidate_configs.append(cnf)
+    if arts.count == 0:
+        where = ", ".join(f"'{p}'" for p in paths)
+        raise UsageError(
+            f"no myaccel artifacts in {where}",
+            hint="pass a directory written by `myaccel accelerate`, `ab`, `bench`, `profile` or "
+            "`build` (it holds facts.json, plan.json, run-*.json, comparison.json, ...)",
+        )
+    _dedupe(arts)
+    return arts
+
+
+def _dedupe(arts: Artifacts) -> None:
+    """The same file reached twice (a directory and a file in it) counts once."""
+    for name in (
+        "facts",
+        "plans",
+        "journals",
+        "runs",
+        "campaigns",
+        "comparisons",
+        "profiles",
+        "builds",
+    ):
+        items: list[Loaded[Any]] = getattr(arts, name)
+        seen: set[Path] = set()
+        keep = []
+        for it in items:
+            key = it.path.resolve()
+            if key not in seen:
+                seen.add(key)
+                keep.append(it)
+        setattr(arts, name, keep)
