@@ -84,6 +84,9 @@ def test_plain_build(builds: dict[str, Any]) -> None:
     report = (Path(man["out_dir"]) / "build-report.md").read_text()
     assert report.startswith("# Build report: kvlab fixture 1.2.0 (plain)")
     assert "| verify | done |" in report
+    # the command also wrote the HTML/Markdown report from its manifest
+    html = (Path(man["out_dir"]) / "report.html").read_text()
+    assert "myaccel build report" in html and "kvlab fixture 1.2.0" in html
     out = subprocess.run(
         [binary, "--bench", "--ops", "5000"], check=False, capture_output=True, text=True
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,11 @@ def test_profile_under_sysbench_then_diagnose(
     # the workload ran through the bench harness and left its records
     assert json.loads((out / "bench" / "campaign.json").read_text())["kind"] == "profile"
     assert list((out / "bench").glob("run-*.json"))
+    # and the command wrote its report: the flame graph and the top table inside the HTML
+    html = (out / "report.html").read_text()
+    assert "myaccel profile report" in html and "<svg" in html
+    assert html_escape(st.top_self[0].symbol.split("::")[-1]) in html
+    assert f"report: {out / 'report.html'}" in stdout
 
     code, dout, derr = invoke(["diagnose", str(out)])
     assert code == 0, derr

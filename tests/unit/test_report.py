@@ -371,6 +371,32 @@ def test_build_manifest_shown_generically(tmp_path: Path) -> None:
     assert "myaccel.build/1" in (tmp_path / "report.md").read_text()
 
 
+def test_build_manifest_of_myaccel_build_is_structured(tmp_path: Path) -> None:
+    """A real manifest (kvlab fixture, PGO+LTO with --compare-with): flags, checks, stages
+    and the callgrind figures appear as tables whose numbers are the manifest's."""
+    src = FIX / "build-kvlab" / "manifest.json"
+    m = json.loads(src.read_text())
+    write_report([src], tmp_path, html=True, md=True)
+    md = (tmp_path / "report.md").read_text()
+    html = (tmp_path / "report.html").read_text()
+    cg = m["measurements"]["callgrind"]
+    for doc in (md, html):
+        assert "kvlab fixture 1.2.0: lto, pgo" in doc
+        assert f"{cg['baseline']['ir_total']:,}" in doc
+        assert f"{cg['this_build']['ir_total']:,}" in doc
+        assert f"{cg['delta_pct']:+.2f}%" in doc
+        assert "-fprofile-use=" in doc and "CMAKE_INTERPROCEDURAL_OPTIMIZATION=ON" in doc
+    rows = {
+        line.split("|")[1].strip(" `"): line.split("|")[2].strip()
+        for line in md.splitlines()
+        if line.startswith("| `")
+    }
+    assert rows == {c["id"]: c["status"] for c in m["verification"]}
+    stage_rows = [line.split("|")[1].strip() for line in md.splitlines() if "(resumed)" in line]
+    assert stage_rows == [s["name"] for s in m["stages"] if s["resumed"]]
+    assert "build of kvlab fixture 1.2.0 (lto, pgo): complete" in md
+
+
 # ---------------------------------------------------------------- bad input
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from myaccel.build.manifest import BuildManifest
 
 
-def _flags_line(phase: dict[str, Any]) -> str:
+def flags_line(phase: dict[str, Any]) -> str:
     cxx = " ".join(phase.get("cxx_flags") or []) or "(none)"
     ld = " ".join(phase.get("exe_linker_flags") or [])
     defs = phase.get("cmake_defs") or {}
@@ -39,7 +39,7 @@ def format_report(m: BuildManifest) -> str:
         "",
     ]
     for phase, f in m.flags.items():
-        out.append(f"- {phase}: {_flags_line(f)}")
+        out.append(f"- {phase}: {flags_line(f)}")
         for n in f.get("notes") or []:
             out.append(f"  - {n}")
     if m.left_out:

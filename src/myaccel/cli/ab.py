@@ -202,7 +202,17 @@ def ab(**kwargs: Any) -> None:
     click.echo(f"results: {out}")
     from myaccel.cli.report import report_after_run
 
-    report_after_run([out], out)
+    # builds of `myaccel build` keep their manifest next to the install tree (OUT/install,
+    # OUT/manifest.json): the report then shows each arm's flags and checks beside the gain
+    manifests = list(
+        dict.fromkeys(
+            m
+            for a in arms.values()
+            if a.basedir is not None
+            and (m := a.basedir.resolve().parent / "manifest.json").is_file()
+        )
+    )
+    report_after_run([out, *manifests], out)
     click.echo(
         f"duration: {time.monotonic() - t0:.0f} s; harness CPU {100 * harness / run_wall:.2f}% of one CPU during the runs"
     )
