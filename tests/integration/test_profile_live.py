@@ -125,7 +125,8 @@ def test_profile_under_sysbench_then_diagnose(
         st.total_samples
     )
     # the workload ran through the bench harness and left its records
-    assert json.loads((out / "bench" / "campaign.json").read_text())["kind"] == "profile"
+    camp = json.loads((out / "bench" / "campaign.json").read_text())
+    assert camp["kind"] == "profile" and camp["finished"] is True
     assert list((out / "bench").glob("run-*.json"))
     # and the command wrote its report: the flame graph and the top table inside the HTML
     html = (out / "report.html").read_text()

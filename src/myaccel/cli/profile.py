@@ -203,6 +203,11 @@ class WorkloadDriver:
                     + (f"tps {s.tps:,.1f} qps {s.qps:,.1f}" if s else "no summary")
                     + ("" if rec.validity.valid else " INVALID: " + "; ".join(rec.validity.reasons))
                 )
+            # one run per cell is the whole plan of a profile's workload: the campaign is
+            # complete (reports would otherwise count the profile's 5 runs per cell as missing)
+            if self._ctx.index is not None:
+                self._ctx.index = self._ctx.index.model_copy(update={"finished": True})
+                self._ctx.save_index()
         except BaseException as exc:  # reported by wait_started/join
             self.error = exc
         finally:
