@@ -6,6 +6,10 @@ and maps them to exit codes.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 
 class MyaccelError(Exception):
     """A failure with a one-line message and a hint telling the user what to do next."""
@@ -55,3 +59,23 @@ class SandboxError(MyaccelError):
 
 class ProcessFailed(MyaccelError):
     code = "process"
+
+
+def read_json_file(
+    path: Path | str,
+    *,
+    what: str,
+    hint: str,
+    error: type[MyaccelError] = UsageError,
+) -> Any:
+    """The parsed JSON of an input file, or ``error`` with one line naming ``what`` it was
+    meant to be: the shared first step of every artifact loader (facts, plan, profile,
+    build manifest), which then check the schema themselves."""
+    p = Path(path)
+    try:
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        raise error(f"{what} '{p}' does not exist", hint=hint) from None
+    except (OSError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise error(f"{what} '{p}' is not readable JSON: {first}", hint=hint) from None

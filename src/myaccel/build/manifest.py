@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from myaccel import __version__
 from myaccel.build.errors import TreeError
+from myaccel.errors import read_json_file
 
 BUILD_SCHEMA = "myaccel.build/1"
 MANIFEST = "manifest.json"
@@ -99,18 +100,12 @@ class BuildManifest(_Model):
 
 
 def load_manifest(path: Path) -> BuildManifest:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise TreeError(
-            f"build manifest '{path}' does not exist",
-            hint="pass the manifest.json written by `myaccel build` (next to install/)",
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise TreeError(
-            f"build manifest '{path}' is not readable JSON: {exc}",
-            hint="pass the manifest.json written by `myaccel build`",
-        ) from None
+    data = read_json_file(
+        path,
+        what="build manifest",
+        hint="pass the manifest.json written by `myaccel build` (next to install/)",
+        error=TreeError,
+    )
     if not isinstance(data, dict) or data.get("schema_version") != BUILD_SCHEMA:
         raise TreeError(
             f"'{path}' is not a myaccel build manifest ({BUILD_SCHEMA})",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from myaccel.actions.plan_apply import (
 )
 from myaccel.cli.common import connection_options, server_options
 from myaccel.cli.progress import note
-from myaccel.errors import UsageError
+from myaccel.errors import UsageError, read_json_file
 from myaccel.facts.collect import collect_facts
 from myaccel.rules.engine import facts_digest
 from myaccel.rules.model import PLAN_SCHEMA, Plan
@@ -30,16 +29,7 @@ from myaccel.server.connection import resolve
 
 
 def load_plan(path: str) -> Plan:
-    try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UsageError(
-            f"plan '{path}' does not exist", hint="write one with: myaccel plan --out plan.json"
-        ) from None
-    except ValueError as exc:
-        raise UsageError(
-            f"plan '{path}' is not JSON: {exc}", hint="write one with: myaccel plan --out plan.json"
-        ) from None
+    doc = read_json_file(path, what="plan", hint="write one with: myaccel plan --out plan.json")
     if not isinstance(doc, dict) or doc.get("schema_version") != PLAN_SCHEMA:
         raise UsageError(
             f"plan '{path}' has schema {doc.get('schema_version') if isinstance(doc, dict) else None!r}, expected {PLAN_SCHEMA}",

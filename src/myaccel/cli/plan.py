@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
 from myaccel.cli.common import connection_options, server_options
-from myaccel.errors import UsageError
+from myaccel.errors import UsageError, read_json_file
 from myaccel.facts.collect import collect_facts
 from myaccel.model import FACTS_SCHEMA, Facts
 from myaccel.rules.engine import Hints, load_rules, make_plan
@@ -18,19 +17,9 @@ from myaccel.server.connection import resolve
 
 
 def load_facts(path: str) -> Facts:
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise UsageError(
-            f"facts file '{path}' does not exist",
-            hint="write one with `myaccel probe --out facts.json`",
-        ) from None
-    except ValueError as exc:
-        raise UsageError(
-            f"facts file '{path}' is not JSON: {exc}",
-            hint="write one with `myaccel probe --out facts.json`",
-        ) from None
+    doc = read_json_file(
+        path, what="facts file", hint="write one with `myaccel probe --out facts.json`"
+    )
     schema = doc.get("schema_version") if isinstance(doc, dict) else None
     if schema != FACTS_SCHEMA:
         raise UsageError(

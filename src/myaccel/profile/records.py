@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,7 +24,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from myaccel import __version__
-from myaccel.errors import UsageError
+from myaccel.errors import UsageError, read_json_file
 from myaccel.model import Frozen
 from myaccel.profile.simulate import SimulationResult
 
@@ -571,18 +570,9 @@ def profile_from_dict(doc: Any, *, source: str = "profile") -> Profile:
 
 def load_profile(path: str | Path) -> Profile:
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise UsageError(
-            f"profile file '{p}' does not exist",
-            hint="record one with `myaccel profile --out profile.json`",
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(
-            f"profile file '{p}' is not readable JSON: {exc}",
-            hint="pass the profile.json written by `myaccel profile`",
-        ) from None
+    doc = read_json_file(
+        p, what="profile file", hint="pass the profile.json written by `myaccel profile`"
+    )
     return profile_from_dict(doc, source=f"profile file '{p}'")
 
 
