@@ -196,3 +196,48 @@ def test_verify_fails_on_missing_profiles_of_server_sources(tmp_path: Path) -> N
     _, checks = run_checks(binary, man)
     ok = {c.id: c for c in checks}["pgo-missing-profile"]
     assert ok.status == "pass" and "1 non-server source(s)" in ok.evidence
+
+
+def test_missing_profiles_are_classified_by_object_not_by_source(tmp_path: Path) -> None:
+    """Seen on MariaDB 10.11.18: innochecksum compiles its own buf0buf.cc object and
+    libdbug's dbug.c is never linked into a release mariadbd; both warn in the optimized
+    build, neither concerns the server. Only a profile linked into the instrumented server
+    that is missing counts."""
+    prof = "/o/profile/"
+    linked = [
+        prof + "#o#build#storage#innobase#CMakeFiles#innobase.dir#buf#buf0buf.cc.gcda",
+        prof + "#o#build#sql#CMakeFiles#sql.dir#sql_parse.cc.gcda",
+    ]
+    binary = tmp_path / "mariadbd"
+    binary.write_bytes(b"\x7fELF\x00junk\x00" + b"\x00".join(p.encode() for p in linked) + b"\x00")
+    assert pgo.linked_profiles(binary) == set(linked)
+
+    def warn(src: str, gcda: str) -> str:
+        return (
+            f"/src/{src}:819:1: warning: \u2018{prof}{gcda}\u2019 profile count data file "
+            "not found [-Wmissing-profile]"
+        )
+
+    log = "\n".join(
+        [
+            "[1/9] Building CXX object extra/...",
+            warn(
+                "storage/innobase/buf/buf0buf.cc",
+                "#o#build#extra#CMakeFiles#innochecksum.dir#__#storage#innobase#buf#buf0buf.cc.gcda",
+            ),
+            warn("dbug/dbug.c", "#o#build#dbug#CMakeFiles#dbug.dir#dbug.c.gcda"),
+        ]
+    )
+    res = pgo.classify_missing_profiles(log, binary)
+    assert res is not None
+    hot, other, method = res
+    assert hot == [] and len(other) == 2 and "innochecksum.dir" in other[0]
+    assert method.startswith("profiles linked into the instrumented mariadbd (2 objects)")
+    # the server's own object without a profile is a real gap; a repeated warning counts once
+    log2 = log + "\n" + 2 * (warn("sql/sql_parse.cc", linked[1].removeprefix(prof)) + "\n")
+    hot2, _, _ = pgo.classify_missing_profiles(log2, binary) or ([], [], "")
+    assert hot2 == ["/src/sql/sql_parse.cc (#o#build#sql#CMakeFiles#sql.dir#sql_parse.cc.gcda)"]
+    # no instrumented binary, or a warning naming no profile: fall back (None)
+    assert pgo.classify_missing_profiles(log, tmp_path / "gone") is None
+    bare = "x.c:1:1: warning: profile count data file not found [-Wmissing-profile]"
+    assert pgo.classify_missing_profiles(bare, binary) is None

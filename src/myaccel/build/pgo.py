@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _MISSING_RE = re.compile(r"^(?P<file>[^:\s][^:]*):(?:\d+:\d+:)?\s*warning: .*\[-Wmissing-profile\]")
+# the profile the warning looked for, quoted with GCC's typographic or plain quotes
+_GCDA_RE = re.compile(r"[\u2018'`\"](?P<gcda>[^\u2018\u2019'`\"]+\.gcda)[\u2019'`\"]")
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,64 @@ def missing_profile_file(line: str) -> str | None:
         return m.group("file")
     # "lto1: warning: ..." style lines name no file
     return line.strip().split(":", 1)[0] or "?"
+
+
+def missing_profile_gcda(line: str) -> str | None:
+    """The profile path a ``-Wmissing-profile`` warning looked for (it names the object:
+    one source compiled into several programs has one profile per object), or None."""
+    if "[-Wmissing-profile]" not in line:
+        return None
+    m = _GCDA_RE.search(line)
+    return m.group("gcda") if m else None
+
+
+def linked_profiles(instrumented: Path) -> set[str] | None:
+    """The profile paths compiled into an instrumented binary: exactly the objects the
+    linker put into it (libgcov writes one profile per object at exit, run or not). An
+    object of a static library that the linker did not pull in has none. None when the
+    binary cannot be read."""
+    try:
+        data = instrumented.read_bytes()
+    except OSError:
+        return None
+    out: set[str] = set()
+    end = data.find(b".gcda\x00")
+    while end != -1:
+        start = data.rfind(b"\x00", 0, end) + 1
+        out.add(data[start : end + 5].decode(errors="replace"))
+        end = data.find(b".gcda\x00", end + 6)
+    return out or None
+
+
+def classify_missing_profiles(
+    log_text: str, instrumented: Path | None
+) -> tuple[list[str], list[str], str] | None:
+    """Warnings of the optimized build's log split by object: those whose profile the
+    instrumented server binary carries (linked into the server, yet no profile: a real gap)
+    and the rest (objects of other programs, such as innochecksum's own copy of
+    buf0buf.cc, or archive members the server never links). Entries read "source (profile
+    file)". None when the binary is not there or warnings name no profile path."""
+    if instrumented is None or not instrumented.is_file():
+        return None
+    linked = linked_profiles(instrumented)
+    if linked is None:
+        return None
+    hot: list[str] = []
+    other: list[str] = []
+    seen: set[str] = set()
+    for line in log_text.splitlines():
+        gcda = missing_profile_gcda(line)
+        if gcda is None:
+            if missing_profile_file(line) is not None:
+                return None  # a warning without a profile path: cannot classify by object
+            continue
+        if gcda in seen:
+            continue
+        seen.add(gcda)
+        entry = f"{missing_profile_file(line)} ({Path(gcda).name})"
+        (hot if gcda in linked else other).append(entry)
+    method = f"profiles linked into the instrumented {instrumented.name} ({len(linked)} objects)"
+    return hot, other, method
 
 
 def server_sources(build_dir: Path, target: str) -> set[str] | None:

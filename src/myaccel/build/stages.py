@@ -149,6 +149,7 @@ class CompileStage(Stage):
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
         missing: list[str] = []
+        warn_lines: list[str] = []
         counted = {"n": 0}
 
         def on_line(line: str) -> None:
@@ -162,6 +163,7 @@ class CompileStage(Stage):
             f = pgo.missing_profile_file(line)
             if f is not None:
                 counted["n"] += 1
+                warn_lines.append(line)
                 if f not in missing:
                     missing.append(f)
 
@@ -177,9 +179,11 @@ class CompileStage(Stage):
         detail: dict[str, Any] = {"summary": f"{time.monotonic() - t0:.0f} s"}
         if self.phase == "final" and ctx.request.wants("pgo"):
             ad = ctx.tree.adapter
-            hot, other, method = pgo.split_hot(
-                missing, ctx.layout.build, ad.server_target, ctx.src, ad.hot_dirs
-            )
+            # by object (the profiles linked into the instrumented server), else by source
+            split = pgo.classify_missing_profiles(
+                "\n".join(warn_lines), _server_binary(ctx, ctx.layout.train_install)
+            ) or pgo.split_hot(missing, ctx.layout.build, ad.server_target, ctx.src, ad.hot_dirs)
+            hot, other, method = split
             ctx.manifest.pgo["missing_profile"] = {
                 "warnings": counted["n"],
                 "hot": hot,

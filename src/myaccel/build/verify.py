@@ -77,6 +77,24 @@ def cacheline_found(
     return values, where
 
 
+def reclassify_missing_profiles(
+    manifest: BuildManifest, binary: Path
+) -> tuple[list[str], list[str], str] | None:
+    """The optimized build's -Wmissing-profile warnings split by object, from its log and
+    the instrumented server under OUT/train-install (None when either is gone)."""
+    from myaccel.build import pgo
+
+    st = manifest.stage("build")
+    if st is None or not st.log or not Path(st.log).is_file() or not manifest.install_dir:
+        return None
+    try:
+        rel = binary.resolve().relative_to(Path(manifest.install_dir).resolve())
+    except ValueError:
+        return None
+    instrumented = Path(manifest.out_dir) / "train-install" / rel
+    return pgo.classify_missing_profiles(Path(st.log).read_text(errors="replace"), instrumented)
+
+
 def run_checks(
     binary: Path, manifest: BuildManifest | None
 ) -> tuple[BinaryFacts, list[CheckResult]]:
@@ -137,6 +155,9 @@ def run_checks(
             warn = manifest.pgo.get("missing_profile", {})
             hot = list(warn.get("hot", []))
             other = list(warn.get("other", []))
+            fresh = reclassify_missing_profiles(manifest, binary)
+            if fresh is not None:  # manifests of earlier versions split by source file
+                hot, other, _ = fresh
             if not manifest.pgo.get("use_build_done"):
                 out.append(
                     _c(
@@ -159,7 +180,7 @@ def run_checks(
                 )
             else:
                 extra = (
-                    f"; {len(other)} non-server source(s) without profile (not run in training)"
+                    f"; {len(other)} warning(s) for objects outside the server (other programs, unlinked archive members)"
                     if other
                     else ""
                 )
