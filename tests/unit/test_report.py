@@ -395,6 +395,7 @@ def test_build_manifest_of_myaccel_build_is_structured(tmp_path: Path) -> None:
     stage_rows = [line.split("|")[1].strip() for line in md.splitlines() if "(resumed)" in line]
     assert stage_rows == [s["name"] for s in m["stages"] if s["resumed"]]
     assert "build of kvlab fixture 1.2.0 (lto, pgo): complete" in md
+    assert "no plan.json" not in md  # a build needs no plan; the report does not ask for one
 
 
 # ---------------------------------------------------------------- bad input

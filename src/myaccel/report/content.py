@@ -1083,7 +1083,8 @@ def build_content(arts: Artifacts) -> ReportContent:
             if runs_all
             else "no facts.json: no environment details"
         )
-    if not plans:
+    if not plans and not profs and not builds:
+        # a profile or a build is complete without a plan: say so only where one belongs
         missing.append("no plan.json: no recommendations to show")
     for pv in plans:
         if pv.never_applied:
