@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
 from pathlib import Path
 
 import pytest
+from profile_captures import PROFILES, capture, host
 
 from myaccel.errors import UsageError
-from myaccel.facts.collect import collect_facts
 from myaccel.model import AtomicsFacts, BinaryFacts, Facts, ServerFacts, known, unknown
 from myaccel.profile.diagnose import (
     FINDING_IDS,
@@ -34,7 +33,6 @@ from myaccel.profile.records import (
     PROFILE_SCHEMA,
     Finding,
     NodeCpus,
-    Profile,
     Recording,
     build_profile,
     cpu_series,
@@ -43,42 +41,10 @@ from myaccel.profile.records import (
     parse_cpulist,
     profile_from_dict,
     save_profile,
-    status_window,
 )
 from myaccel.rules.engine import Hints, load_rules, make_plan
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
-PROFILES = FIXTURES / "profiles"
-ROOTS = FIXTURES / "sysroots"
-
-
 # ---------------------------------------------------------------- helpers
-
-
-@cache
-def capture(name: str) -> Profile:
-    """Build the profile the way a recorder would: folded file + capture JSON."""
-    doc = json.loads((PROFILES / f"{name}.capture.json").read_text())
-    folded = parse_folded((PROFILES / f"{name}.folded").read_text(), source=name)
-    status = (
-        status_window(doc["status_before"], doc["status_after"], doc["recording"]["duration_s"])
-        if doc["status_after"]
-        else None
-    )
-    return build_profile(
-        Recording(**doc["recording"]),
-        stacks=summarize(folded),
-        proc_stat=[(s["t_s"], s["text"]) for s in doc["proc_stat"]],
-        numa_nodes=[NodeCpus(**n) for n in doc["numa_nodes"]],
-        microarch=doc["microarch"],
-        status=status,
-        created_at="2026-11-20T10:00:00+00:00",
-    )
-
-
-@cache
-def host(name: str) -> Facts:
-    return collect_facts(ROOTS / name, perf_live_test=False)
 
 
 def with_server(

@@ -9,34 +9,24 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
-from functools import cache
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from profile_captures import ROOTS, capture, host
 
 from myaccel.cli.main import cli
 from myaccel.errors import ToolMissing, UsageError
-from myaccel.facts.collect import collect_facts
 from myaccel.model import AtomicsFacts, BinaryFacts, Facts, ServerFacts, known, unknown
 from myaccel.profile import record
 from myaccel.profile.diagnose import diagnose
 from myaccel.profile.folded import parse_folded, summarize
 from myaccel.profile.perfstat import PerfPermissionDenied
 from myaccel.profile.records import (
-    NodeCpus,
-    Profile,
-    Recording,
-    build_profile,
     save_profile,
-    status_window,
 )
 from myaccel.rules.engine import FindingEffect, Hints, apply_finding_effects
 from myaccel.rules.model import Recommendation
-
-FIXTURES = Path(__file__).parent.parent / "fixtures"
-PROFILES = FIXTURES / "profiles"
-ROOTS = FIXTURES / "sysroots"
 
 
 def invoke(args: list[str]) -> tuple[int, str, str]:
@@ -53,35 +43,10 @@ def one_error(stderr: str) -> tuple[str, str]:
     return errors[0], hints[0]
 
 
-@cache
-def capture(name: str) -> Profile:
-    doc = json.loads((PROFILES / f"{name}.capture.json").read_text())
-    stacks = parse_folded((PROFILES / f"{name}.folded").read_text(), source=name)
-    status = (
-        status_window(doc["status_before"], doc["status_after"], doc["recording"]["duration_s"])
-        if doc["status_after"]
-        else None
-    )
-    return build_profile(
-        Recording(**doc["recording"]),
-        stacks=summarize(stacks),
-        proc_stat=[(s["t_s"], s["text"]) for s in doc["proc_stat"]],
-        numa_nodes=[NodeCpus(**n) for n in doc["numa_nodes"]],
-        microarch=doc["microarch"],
-        status=status,
-        created_at="2026-11-20T10:00:00+00:00",
-    )
-
-
 def saved(name: str, where: Path) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     p = capture(name)
     return save_profile(p.model_copy(update={"findings": diagnose(p)}), where / "profile.json")
-
-
-@cache
-def host(name: str) -> Facts:
-    return collect_facts(ROOTS / name, perf_live_test=False)
 
 
 def with_server(f: Facts, flavor: str, cpus_allowed: str) -> Facts:
