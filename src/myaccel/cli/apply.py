@@ -10,6 +10,7 @@ import click
 
 from myaccel.actions import apply_changes, plan_changes, rollback, verify_journal
 from myaccel.actions.errors import ApplyError
+from myaccel.actions.guard import check_apply
 from myaccel.actions.journal import Journal, journals_dir
 from myaccel.actions.plan_apply import (
     ServerHandle,
@@ -100,6 +101,7 @@ def apply(**kwargs: Any) -> None:
         )
     layers = [x.strip() for x in kwargs["layers"].split(",")] if kwargs["layers"] else None
     only = [x.strip() for x in kwargs["only"].split(",")] if kwargs["only"] else None
+    check_apply(plan, facts, layers=layers, only=only)  # durability and ranges, before any change
     pc = build_changes(
         plan,
         handle,
