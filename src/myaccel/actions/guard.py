@@ -234,22 +234,36 @@ def _value_problem(sk: ServerKnobs | None, why: str, r: Recommendation) -> Probl
     value_text = "OFF" if _is_skip(r.target) else r.proposed
     try:
         value = sk.coerce(name, value_text)
-    except MyaccelError as exc:
-        reason = exc.message.split(": ", 1)[-1]
-        return _value(r, _bad(head, sk, k, reason), f"use {_allowed(k)}")
+    except MyaccelError:
+        return _value(r, _bad(head, sk, k, r.target, _NOT_A[k.spec.type]), VALUE_HINT)
     reason = _out_of_range(k, value)
     if reason:
-        return _value(r, _bad(head, sk, k, reason), f"use {_allowed(k)}")
+        return _value(r, _bad(head, sk, k, r.target, reason), VALUE_HINT)
     return None
+
+
+VALUE_HINT = (
+    "re-make the plan with `myaccel plan` for this server, or leave the recommendation "
+    "out with --only"
+)
+_NOT_A = {
+    "int": "not an integer",
+    "size": "not a size in bytes",
+    "bool": "not a boolean",
+    "enum": "not one of its values",
+    "float": "not a number",
+    "str": "not a text value",
+}
 
 
 def _value(r: Recommendation, message: str, hint: str) -> Problem:
     return Problem(r.id, r.target, "value", message, hint)
 
 
-def _bad(head: str, sk: ServerKnobs, k: ResolvedKnob, reason: str) -> str:
+def _bad(head: str, sk: ServerKnobs, k: ResolvedKnob, target: str, reason: str) -> str:
+    knob = "" if target == f"mysql:{k.name}" else f" for {k.name}"
     return (
-        f"{head} is not valid for {k.name} on {sk.label}: {reason}; allowed: "
+        f"{head} is not valid{knob} on {sk.label}: {reason}; allowed: "
         f"{_allowed(k)} (source: {_source(k)})"
     )
 
@@ -289,7 +303,8 @@ def _allowed(k: ResolvedKnob) -> str:
 def _num(k: ResolvedKnob, n: int | float) -> str:
     if k.spec.type == "size" and isinstance(n, int) and n > 0:
         short = format_size(n)
-        return str(n) if short == str(n) else f"{n} ({short})"
+        if short != str(n) and len(short) <= 5:  # 2M, 16E; not 17592186044408M
+            return f"{n} ({short})"
     return str(n)
 
 
