@@ -162,9 +162,11 @@ def assert_clean(o: Outcome, canary: str, roots: list[Path], skip: set[Path] | N
 
 
 def assert_private(results: Path) -> None:
-    """Results directory 0700; the JSON and sysbench outputs in it 0600."""
+    """Results directory 0700 (so nothing in it is readable by others); the campaign and
+    run records and sysbench's outputs 0600 as well."""
     assert stat.S_IMODE(results.stat().st_mode) == 0o700
-    for f in [*results.rglob("*.json"), *results.rglob("run-*.out")]:
+    records = ["campaign.json", "run-*.json", "run-*.out"]
+    for f in (f for pattern in records for f in results.rglob(pattern)):
         assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
 
 
