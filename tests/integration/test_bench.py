@@ -62,7 +62,7 @@ def test_bench_records_runs_and_reuses_dataset(sandbox_env: Sandbox, tmp_path: P
             and r.client_cpu_s is not None
             and r.server_cpu_s is not None
         )
-        assert all("***" in a for a in r.command if a.startswith("--mysql-password"))
+        assert not any(a.startswith("--mysql-password") for a in r.command)  # private file
         assert (out / (r.output_file or "")).is_file()
     index = json.loads((out / "campaign.json").read_text())
     assert index["finished"] is True and len(index["runs"]) == 2

@@ -13,6 +13,7 @@ from myaccel import proc
 from myaccel.accelerate import report_markdown, write_candidate
 from myaccel.bench.campaign import new_campaign_id
 from myaccel.bench.profiles import get_profile
+from myaccel.bench.run_record import private_dir
 from myaccel.cli.common import connection_options, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -77,7 +78,7 @@ def accelerate(**kwargs: Any) -> None:
     )
     cid = new_campaign_id("accelerate")
     out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
-    out.mkdir(parents=True, exist_ok=True)
+    private_dir(out)
     (out / "facts.json").write_text(facts.model_dump_json(indent=2) + "\n")
     (out / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n")
     cand = write_candidate(plan, facts, out / "tuned.cnf")
@@ -159,7 +160,7 @@ def existing_server(
     )
     cid = new_campaign_id("accelerate")
     out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
-    out.mkdir(parents=True, exist_ok=True)
+    private_dir(out)
     (out / "facts.json").write_text(facts.model_dump_json(indent=2) + "\n")
     (out / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n")
     conf = Path(kwargs["conf_dir"]) if kwargs["conf_dir"] else None

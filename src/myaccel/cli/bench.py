@@ -21,7 +21,7 @@ from myaccel.bench.campaign import (
     server_info,
 )
 from myaccel.bench.profiles import Profile, get_profile, normalize_workload
-from myaccel.bench.run_record import CampaignIndex, RunRecord
+from myaccel.bench.run_record import CampaignIndex, RunRecord, private_dir
 from myaccel.bench.runner import (
     ROW_BYTES,
     RunSpec,
@@ -161,7 +161,7 @@ def open_campaign(
     """The results directory, its campaign index and the context runs are measured in."""
     cid = new_campaign_id(kind)
     out = Path(out_dir) if out_dir else myaccel_home() / "results" / cid
-    out.mkdir(parents=True, exist_ok=True)
+    private_dir(out)
     ctx = BenchContext(
         target=bench_p,
         admin=admin,
