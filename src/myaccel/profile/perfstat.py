@@ -43,7 +43,7 @@ from pathlib import Path
 from pydantic import Field
 
 from myaccel import proc
-from myaccel.errors import MyaccelError, ProcessFailed, UsageError
+from myaccel.errors import ExitCode, MyaccelError, ProcessFailed, UsageError
 from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Frozen, PerfFacts
 
@@ -94,7 +94,7 @@ class PerfStatError(MyaccelError):
 class PerfUnknownEvent(PerfStatError):
     """perf could not parse an event name (exit code 129)."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
     code = "perf-unknown-event"
 
 
