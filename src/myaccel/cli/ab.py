@@ -20,6 +20,7 @@ from myaccel.bench.runner import (
     RunSpec,
     preflight,
 )
+from myaccel.cli import ranges
 from myaccel.cli.bench import (
     _result_line,
     build_profile,
@@ -75,19 +76,19 @@ def _arm(name: str, config: str | None, sets: tuple[str, ...], basedir: str | No
 @click.option("--profile", default="quick", show_default=True)
 @click.option("--workload", "-w", multiple=True)
 @click.option("--threads", "-t")
-@click.option("--time", type=int)
-@click.option("--warmup", type=int)
-@click.option("--tables", type=int)
-@click.option("--table-size", type=int)
+@click.option("--time", type=ranges.RUN_SECONDS)
+@click.option("--warmup", type=ranges.WARMUP_SECONDS)
+@click.option("--tables", type=ranges.TABLES)
+@click.option("--table-size", type=ranges.TABLE_ROWS)
 @click.option("--dataset", type=click.Choice(["cpu-bound", "io-bound"]))
 @click.option(
-    "--runs", type=int, help="Runs per arm and cell (default: the profile's, 5 for quick)."
+    "--runs", type=ranges.RUNS, help="Runs per arm and cell (default: the profile's, 5 for quick)."
 )
-@click.option("--scale", type=float)
+@click.option("--scale", type=ranges.SCALE)
 @click.option(
     "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
 )
-@click.option("--report-interval", type=int)
+@click.option("--report-interval", type=ranges.REPORT_INTERVAL_S)
 @click.option(
     "--pin-client",
     metavar="CPUS",

@@ -13,6 +13,7 @@ from myaccel import proc
 from myaccel.accelerate import report_markdown, write_candidate
 from myaccel.bench.campaign import new_campaign_id
 from myaccel.bench.profiles import get_profile
+from myaccel.cli import ranges
 from myaccel.cli.common import connection_options, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -30,9 +31,9 @@ from myaccel.server.sandbox import Sandbox
 @click.option(
     "--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True
 )
-@click.option("--runs", type=int, help="Runs per arm and cell (default: the profile's).")
-@click.option("--time", type=int, help="Measured seconds per run.")
-@click.option("--scale", type=float)
+@click.option("--runs", type=ranges.RUNS, help="Runs per arm and cell (default: the profile's).")
+@click.option("--time", type=ranges.RUN_SECONDS, help="Measured seconds per run.")
+@click.option("--scale", type=ranges.SCALE)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False))
 @click.option(
     "--server-unit",

@@ -30,6 +30,7 @@ from myaccel.bench.runner import (
     prepare_dataset,
     verify_dataset,
 )
+from myaccel.cli import ranges
 from myaccel.cli.common import connection_options, server_options
 from myaccel.cli.progress import RunProgress, note
 from myaccel.errors import UsageError
@@ -46,9 +47,10 @@ def parse_threads(text: str | None) -> tuple[int, ...] | None:
         raise UsageError(
             f"--threads '{text}' is not a list of numbers", hint="e.g. --threads 1,8,32"
         ) from None
-    if not vals or any(v < 1 for v in vals):
+    if not vals or any(not 1 <= v <= ranges.MAX_THREADS for v in vals):
         raise UsageError(
-            f"--threads '{text}' must list positive numbers", hint="e.g. --threads 1,8,32"
+            f"--threads '{text}' must list numbers from 1 to {ranges.MAX_THREADS:,}",
+            hint="e.g. --threads 1,8,32",
         )
     return vals
 
@@ -206,25 +208,31 @@ def open_campaign(
     help="Workload (repeatable): oltp_read_only ... or ro/rw/wo/ps, or a .lua path.",
 )
 @click.option("--threads", "-t", help="Thread counts, e.g. 1,8,32 (a sweep).")
-@click.option("--time", type=int, help="Measured seconds per run (after warm-up).")
-@click.option("--warmup", type=int, help="Warm-up seconds excluded from the summary.")
-@click.option("--tables", type=int, help="Number of tables.")
-@click.option("--table-size", type=int, help="Rows per table.")
+@click.option("--time", type=ranges.RUN_SECONDS, help="Measured seconds per run (after warm-up).")
+@click.option(
+    "--warmup", type=ranges.WARMUP_SECONDS, help="Warm-up seconds excluded from the summary."
+)
+@click.option("--tables", type=ranges.TABLES, help="Number of tables.")
+@click.option("--table-size", type=ranges.TABLE_ROWS, help="Rows per table.")
 @click.option(
     "--dataset",
     type=click.Choice(["cpu-bound", "io-bound"]),
     help="Size the data from the buffer pool (<= 50% / >= 4x) and check it after the run.",
 )
-@click.option("--runs", type=int, help="Repetitions per cell.")
-@click.option("--scale", type=float, help="Shrink rows and time (0 < F <= 1) for small machines.")
-@click.option("--seed", type=int, help="Random seed (default: one per run, recorded).")
+@click.option("--runs", type=ranges.RUNS, help="Repetitions per cell.")
+@click.option(
+    "--scale", type=ranges.SCALE, help="Shrink rows and time (0 < F <= 1) for small machines."
+)
+@click.option("--seed", type=ranges.SEED, help="Random seed (default: one per run, recorded).")
 @click.option(
     "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
 )
 @click.option(
     "--ignore-errors", help="sysbench --mysql-ignore-errors list (default: sysbench's own)."
 )
-@click.option("--report-interval", type=int, help="Seconds between interval reports.")
+@click.option(
+    "--report-interval", type=ranges.REPORT_INTERVAL_S, help="Seconds between interval reports."
+)
 @click.option(
     "--percentile",
     type=click.IntRange(1, 100),

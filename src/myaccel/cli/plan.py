@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from myaccel.cli import ranges
 from myaccel.cli.common import connection_options, server_options
 from myaccel.errors import UsageError, read_json_file
 from myaccel.facts.collect import collect_facts
@@ -48,7 +49,9 @@ def load_facts(path: str) -> Facts:
     help="relaxed allows the opt-in durability group.",
 )
 @click.option("--layers", help="Comma-separated: server,os,numa,nic,build,hardware.")
-@click.option("--threads", type=int, help="Expected client concurrency (a workload hint).")
+@click.option(
+    "--threads", type=ranges.THREADS, help="Expected client concurrency (a workload hint)."
+)
 @click.option(
     "--profile",
     "profile_file",
