@@ -14,6 +14,12 @@ from myaccel.accelerate import report_markdown, write_candidate
 from myaccel.bench.campaign import new_campaign_id
 from myaccel.bench.profiles import get_profile
 from myaccel.cli import ranges
+from myaccel.cli.ab import (
+    restore_base_config,
+    sandbox_needs_creation,
+    terminate_as_interrupt,
+)
+from myaccel.cli.bench import build_profile
 from myaccel.cli.common import connection_options, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -44,30 +50,54 @@ from myaccel.server.sandbox import Sandbox
     "--conf-dir", metavar="DIR", help="Existing server: directory for the managed 99-myaccel.cnf."
 )
 @click.option("--yes", is_flag=True, help="Existing server: apply without asking.")
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Create the sandbox named by --sandbox if it does not exist (never done silently).",
+)
 def accelerate(**kwargs: Any) -> None:
     """Probe, benchmark the defaults, plan, apply the plan's server layer, benchmark again
     (interleaved), compare, and write report.md with the article-style table.
 
     Without server options: a sandbox named 'accelerate' (created from the distribution's
-    binaries with their defaults) and an interleaved A/B. With server options: an existing
+    binaries with their defaults when missing; a --sandbox NAME that does not exist needs
+    --create) and an interleaved A/B; an interrupt puts the sandbox back on its base
+    configuration. With server options: an existing
     server, measured before and after a journaled apply (not interleaved: said so)."""
+    with terminate_as_interrupt():
+        run_accelerate(kwargs)
+
+
+def check_new_out_dir(out_dir: str | None) -> None:
+    """``--out`` must be new or empty: accelerate writes facts, plan, runs and a report
+    there, and never mixes them with another run's files."""
+    if out_dir and Path(out_dir).is_dir() and any(Path(out_dir).iterdir()):
+        raise UsageError(
+            f"--out '{out_dir}' is not empty",
+            hint="choose a new directory, or omit --out (results go under $MYACCEL_HOME/results)",
+        )
+
+
+def run_accelerate(kwargs: dict[str, Any]) -> None:
     from myaccel.cli.ab import ab as ab_cmd
 
     t0 = time.monotonic()
-    proc.require("sysbench")
+    # every check before anything is written, started or created
     prof = get_profile(kwargs["profile"])
+    build_profile({"profile": prof.name, **{k: kwargs[k] for k in ("runs", "time", "scale")}})
+    check_new_out_dir(kwargs["out_dir"])
+    proc.require("sysbench")
     conn = connection_options(kwargs)
     if conn.given and conn.sandbox is None:
         existing_server(conn, prof.name, kwargs, t0)
         return
     name = conn.sandbox or "accelerate"
-    if Sandbox.exists(name):
-        sb = Sandbox.load(name)
-        sb.stop()
-        sb.start(progress=note)  # its own (base) configuration
-    else:
+    if sandbox_needs_creation(name, create=kwargs["create"], explicit=conn.sandbox is not None):
         note(f"creating sandbox '{name}' with the distribution's default configuration")
         sb = Sandbox.init(name, progress=note)
+    else:
+        sb = Sandbox.load(name)
+        restore_base_config(sb)  # its own (base) configuration
     note("probing the machine, the server and its binary")
     facts = collect_facts("/", server=sb.connect_params(), server_required=True)
     plan = make_plan(
