@@ -602,7 +602,7 @@ def build_perf_stat_argv(
     if (pid is None) == (not system_wide):
         raise UsageError(
             "count either one process (pid) or the whole system, not both or neither",
-            hint="pass --pid PID or --system-wide",
+            hint="count a server process (myaccel profile --pid PID) or the whole system",
         )
     if pid is not None and pid <= 0:
         raise UsageError(f"invalid pid {pid}", hint="pass the server's process id")
