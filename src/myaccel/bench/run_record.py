@@ -164,8 +164,12 @@ class CampaignIndex(Frozen):
 
 def write_json_atomic(path: Path, doc: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(doc)
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(doc)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:  # a full disk (ENOSPC) leaves no stray temporary file
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)

@@ -38,6 +38,7 @@ from myaccel.cli.bench import (
     require_valid_runs,
     size_dataset,
 )
+from myaccel.cli.output import write_output
 from myaccel.cli.progress import RunProgress, note
 from myaccel.errors import Interrupted, UsageError
 from myaccel.server.sandbox import Sandbox, parse_sets, validate_name
@@ -340,7 +341,7 @@ def _measure(
 
 def write_outputs(cmp: Comparison, out: Path) -> None:
     write_json_atomic(out / "comparison.json", cmp.model_dump_json(indent=2))
-    (out / "comparison.md").write_text(format_markdown(cmp))
+    write_output(out / "comparison.md", format_markdown(cmp))
 
 
 @click.command()

@@ -21,6 +21,7 @@ from myaccel.cli.ab import (
 )
 from myaccel.cli.bench import build_profile
 from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
@@ -109,8 +110,8 @@ def run_accelerate(kwargs: dict[str, Any]) -> None:
     cid = new_campaign_id("accelerate")
     out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
     out.mkdir(parents=True, exist_ok=True)
-    (out / "facts.json").write_text(facts.model_dump_json(indent=2) + "\n")
-    (out / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n")
+    write_output(out / "facts.json", facts.model_dump_json(indent=2) + "\n")
+    write_output(out / "plan.json", plan.model_dump_json(indent=2) + "\n")
     cand = write_candidate(plan, facts, out / "tuned.cnf")
     if not cand.applied:
         raise UsageError(
@@ -152,7 +153,7 @@ def run_accelerate(kwargs: dict[str, Any]) -> None:
         duration_s=time.monotonic() - t0,
         profile_name=prof.name,
     )
-    (out / "report.md").write_text(md)
+    write_output(out / "report.md", md)
     click.echo(f"report: {out / 'report.md'}")
     # HTML report with plots; its report.md (a superset of the one above) replaces it.
     from myaccel.cli.report import report_after_run
@@ -191,8 +192,8 @@ def existing_server(
     cid = new_campaign_id("accelerate")
     out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
     out.mkdir(parents=True, exist_ok=True)
-    (out / "facts.json").write_text(facts.model_dump_json(indent=2) + "\n")
-    (out / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n")
+    write_output(out / "facts.json", facts.model_dump_json(indent=2) + "\n")
+    write_output(out / "plan.json", plan.model_dump_json(indent=2) + "\n")
     conf = Path(kwargs["conf_dir"]) if kwargs["conf_dir"] else None
     handle = ServerHandle(
         kind="systemd" if kwargs["server_unit"] else "none",
@@ -240,8 +241,8 @@ def existing_server(
             ]
         }
     )
-    (out / "comparison.json").write_text(cmp.model_dump_json(indent=2))
-    (out / "comparison.md").write_text(format_markdown(cmp))
+    write_output(out / "comparison.json", cmp.model_dump_json(indent=2))
+    write_output(out / "comparison.md", format_markdown(cmp))
     click.echo(format_markdown(cmp), nl=False)
     click.echo(f"applied with journal {res.journal_path}; undo with: myaccel rollback")
     from myaccel.cli.report import report_after_run

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -173,25 +172,27 @@ def _click_error(exc: click.ClickException) -> tuple[str, str, ExitCode]:
 
 
 def _os_error(exc: OSError) -> tuple[str, str, ExitCode]:
-    where = exc.filename or os.environ.get("MYACCEL_HOME") or "the output directory"
-    what = exc.strerror or type(exc).__name__
+    from myaccel.paths import myaccel_home
+
+    what = (exc.strerror or type(exc).__name__).lower()
+    where = f"'{exc.filename}'" if exc.filename else f"a file (MYACCEL_HOME is '{myaccel_home()}')"
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return (
-            f"{what.lower()}: cannot write '{where}'",
+            f"{what}: cannot write {where}",
             "free space on that file system (or point MYACCEL_HOME / --out elsewhere) "
             "and run the command again; `myaccel rollback --list` shows any unfinished journal",
             ExitCode.IO_ERROR,
         )
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return (
-            f"{what.lower()}: '{where}'",
+            f"{what}: {where}",
             "run as a user who may write there (root for /etc), or choose another "
             "path (MYACCEL_HOME, --out)",
             ExitCode.IO_ERROR,
         )
     return (
-        f"{what}: '{where}'",
-        "check the path and the file system; rerun with --debug for details",
+        f"{what}: {where}",
+        "check the path and its file system; rerun with --debug for details",
         ExitCode.IO_ERROR,
     )
 

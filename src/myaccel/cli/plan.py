@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
 from myaccel.cli import ranges
 from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.output import write_output
 from myaccel.errors import UsageError, read_json_file
 from myaccel.facts.collect import collect_facts
 from myaccel.model import FACTS_SCHEMA, Facts
@@ -84,7 +84,7 @@ def plan(**kwargs: Any) -> None:
         knobs=knobs,
     )
     if kwargs["out_file"]:
-        Path(kwargs["out_file"]).write_text(p.model_dump_json(indent=2) + "\n")
+        write_output(kwargs["out_file"], p.model_dump_json(indent=2) + "\n")
     if kwargs["as_json"]:
         click.echo(p.model_dump_json(indent=2))
     elif kwargs["as_md"]:
