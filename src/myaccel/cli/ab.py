@@ -216,6 +216,10 @@ def run_ab(kwargs: dict[str, Any]) -> None:
     pin = check_pin_client(kwargs["pin_client"])
     check_results_dir(kwargs["out_dir"], kind="ab", prof=prof)
     proc.require("sysbench")
+    name = kwargs["sandbox_name"]
+    create = sandbox_needs_creation(
+        name, create=kwargs["create"], explicit=given_on_command_line("sandbox_name")
+    )
     if prof.runs_per_arm < 3:
         note(f"warning: {prof.runs_per_arm} run(s) per arm cannot give a verdict; 5 is the default")
     arms = {
@@ -228,10 +232,6 @@ def run_ab(kwargs: dict[str, Any]) -> None:
     }
     if arms["baseline"].key() == arms["candidate"].key():
         note("note: both arms have the same configuration (an A/A comparison)")
-    name = kwargs["sandbox_name"]
-    create = sandbox_needs_creation(
-        name, create=kwargs["create"], explicit=given_on_command_line("sandbox_name")
-    )
     if create:
         note(f"creating sandbox '{name}' with the distribution's default configuration")
         sb = Sandbox.init(name, basedir=arms["baseline"].basedir, progress=note)

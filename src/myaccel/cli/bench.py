@@ -144,7 +144,7 @@ def check_results_dir(
         )
     if kind != "bench":
         raise UsageError(
-            f"--out '{out}' already holds a '{kind}' campaign; it cannot be extended",
+            f"--out '{out}' already holds a campaign ({kind}); it cannot be extended",
             hint=hint,
         )
     want = asdict(prof)

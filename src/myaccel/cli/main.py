@@ -161,7 +161,8 @@ _INTERRUPT_HINT = (
 
 def _click_error(exc: click.ClickException) -> tuple[str, str, ExitCode]:
     ctx = getattr(exc, "ctx", None)
-    path = ctx.command_path if ctx is not None else "myaccel"
+    # the program is `myaccel` whatever name it was run under (python -m, a test runner)
+    path = " ".join(["myaccel", *(ctx.command_path.split()[1:] if ctx is not None else [])])
     if isinstance(exc, click.UsageError):
         return exc.format_message(), f"see: {path} --help", ExitCode.USAGE
     try:

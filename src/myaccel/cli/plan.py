@@ -9,7 +9,7 @@ import click
 from myaccel.cli import ranges
 from myaccel.cli.common import connection_options, server_options
 from myaccel.cli.output import write_output
-from myaccel.errors import UsageError, read_json_file
+from myaccel.errors import UsageError, read_json_file, validation_summary
 from myaccel.facts.collect import collect_facts
 from myaccel.model import FACTS_SCHEMA, Facts
 from myaccel.rules.engine import Hints, load_rules, make_plan
@@ -31,7 +31,7 @@ def load_facts(path: str) -> Facts:
         return Facts.model_validate(doc)
     except ValueError as exc:
         raise UsageError(
-            f"facts file '{path}' does not match its schema: {str(exc).splitlines()[0]}",
+            f"facts file '{path}' does not match its schema: {validation_summary(exc)}",
             hint="probe again",
         ) from None
 
