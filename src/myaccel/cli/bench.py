@@ -52,7 +52,7 @@ def parse_threads(text: str | None) -> tuple[int, ...] | None:
         ) from None
     if not vals or any(not 1 <= v <= ranges.MAX_THREADS for v in vals):
         raise UsageError(
-            f"--threads '{text}' must list numbers from 1 to {ranges.MAX_THREADS:,}",
+            f"--threads '{text}' must list positive numbers (at most {ranges.MAX_THREADS:,})",
             hint="e.g. --threads 1,8,32",
         )
     return vals
