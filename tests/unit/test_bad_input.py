@@ -10,20 +10,25 @@ tests/integration/test_bad_input_live.py.
 
 from __future__ import annotations
 
+import ast
+import errno
 import hashlib
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from myaccel.actions.journal import canonical_checksum
 from myaccel.cli.main import COMMANDS, cli
-from myaccel.errors import ExitCode, MyaccelError
+from myaccel.errors import ExitCode, Interrupted, MyaccelError
 from myaccel.model import FACTS_SCHEMA
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -504,6 +509,104 @@ def test_an_unexpected_exception_is_one_line(env: Env, monkeypatch: pytest.Monke
     code, out, err = run_cli(["plan", "--facts", str(env.inputs / "facts.json")])
     line = assert_clean_error(code, out, err, ExitCode.INTERNAL, "internal error")
     assert "ZeroDivisionError" in line and "--debug" in err
+
+
+@pytest.mark.parametrize(
+    ("exc", "want", "needle"),
+    [
+        pytest.param(KeyboardInterrupt(), ExitCode.INTERRUPTED, "interrupted", id="sigint"),
+        pytest.param(
+            Interrupted(signal.SIGTERM), ExitCode.TERMINATED, "interrupted by SIGTERM", id="sigterm"
+        ),
+        pytest.param(
+            OSError(errno.EACCES, "Permission denied", "/etc/x"),
+            ExitCode.IO_ERROR,
+            "'/etc/x'",
+            id="eacces",
+        ),
+        pytest.param(
+            OSError(errno.ENOSPC, "No space left on device"),
+            ExitCode.IO_ERROR,
+            "MYACCEL_HOME",
+            id="enospc-no-filename",
+        ),
+        pytest.param(
+            json.JSONDecodeError("Expecting value", "{", 1), ExitCode.DATA_ERROR, "JSON", id="json"
+        ),
+    ],
+)
+def test_exceptions_escaping_a_command_are_one_line(
+    env: Env, monkeypatch: pytest.MonkeyPatch, exc: BaseException, want: int, needle: str
+) -> None:
+    import myaccel.cli.plan as plan_mod
+
+    def raise_it(*_a: object, **_k: object) -> None:
+        raise exc
+
+    monkeypatch.setattr(plan_mod, "load_facts", raise_it)
+    code, out, err = run_cli(["plan", "--facts", str(env.inputs / "facts.json")])
+    assert_clean_error(code, out, err, want, needle)
+
+
+def test_a_group_without_its_subcommand_prints_its_help(env: Env) -> None:
+    code, _, err = run_cli(["sandbox"])
+    assert code == ExitCode.USAGE and err.startswith("Usage: ") and "error:" not in err
+
+
+def _hint_texts() -> list[tuple[str, int, str]]:
+    """Every string constant in a ``hint=`` argument in src/ (f-string parts included)."""
+    out: list[tuple[str, int, str]] = []
+    for f in sorted((Path(__file__).resolve().parents[2] / "src" / "myaccel").rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.keyword) and node.arg == "hint":
+                for c in ast.walk(node.value):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                        out.append((f.name, c.lineno, c.value))
+    return out
+
+
+def test_hints_name_only_commands_and_options_that_exist() -> None:
+    """`myaccel CMD [SUB] --opt` in a hint must be a real command and option of that
+    command; a bare `--opt` must be an option of some myaccel command or of a tool the
+    hint names."""
+    ctx = click.Context(cli)
+    options: dict[str, set[str]] = {}
+    every: set[str] = {"--help", "--debug", "--version"}
+
+    def walk(cmd: click.Command, path: str) -> None:
+        names = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"--help"}
+        options[path] = names
+        every.update(n for n in names if n.startswith("--"))
+        if isinstance(cmd, click.Group):
+            for sub in cmd.list_commands(ctx):
+                sc = cmd.get_command(ctx, sub)
+                assert sc is not None
+                walk(sc, f"{path} {sub}")
+
+    for name in COMMANDS:
+        c = cli.get_command(ctx, name)
+        assert c is not None
+        walk(c, name)
+    hints = _hint_texts()
+    assert len(hints) > 100
+    bad = []
+    for fname, line, text in hints:
+        for m in re.finditer(r"\bmyaccel ([a-z][a-z-]*)((?: [a-z][a-z-]*)?)([^`;,)]*)", text):
+            cmd = m.group(1)
+            if cmd not in COMMANDS:
+                continue  # prose ("myaccel never edits ...")
+            path = f"{cmd}{m.group(2)}" if f"{cmd}{m.group(2)}" in options else cmd
+            for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", m.group(3)):
+                if opt not in options[path]:
+                    bad.append(f"{fname}:{line}: `myaccel {path}` has no {opt}: {text!r}")
+        for cmd in re.findall(r"`myaccel ([a-z][a-z-]*)", text):
+            if cmd not in COMMANDS:
+                bad.append(f"{fname}:{line}: no command `myaccel {cmd}`: {text!r}")
+        tools = ("cmake", "mysqld", "valgrind", "perf", "-Wl", "sysbench", "mariadb")
+        for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", text):
+            if opt not in every and not any(t in text for t in tools):
+                bad.append(f"{fname}:{line}: no option {opt} anywhere: {text!r}")
+    assert bad == []
 
 
 def test_compare_a_directory_with_itself_warns(env: Env) -> None:

@@ -80,6 +80,9 @@ class ErrorBoundaryGroup(click.Group):
         self.debug = False
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `myaccel sandbox`: its help
+            exc.show()
+            sys.exit(exc.exit_code)
         except Exception as exc:  # the boundary: everything is rendered below
             if self.debug and not isinstance(exc, click.ClickException | click.Abort):
                 raise
