@@ -157,7 +157,7 @@ def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
 
 
 _INTERRUPT_HINT = (
-    "a sandbox being measured was put back on its base configuration; "
+    "a sandbox under ab or accelerate was put back on its base configuration; "
     "an interrupted apply is finished or undone by: myaccel rollback"
 )
 
