@@ -124,6 +124,9 @@ def write_json_durably(path: Path, doc: dict[str, Any]) -> None:
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
+    except BaseException:  # a full disk (ENOSPC) leaves no stray temporary file
+        tmp.unlink(missing_ok=True)
+        raise
     finally:
         os.close(fd)
     os.replace(tmp, path)

@@ -36,7 +36,7 @@ from myaccel.bench.runner import (
     run_argv,
 )
 from myaccel.bench.sysbench_output import parse_output
-from myaccel.errors import MyaccelError, UsageError
+from myaccel.errors import MyaccelError, UsageError, validation_summary
 from myaccel.server.connection import ConnectParams, connect, query_rows
 
 EventFn = Callable[[str], None]
@@ -319,7 +319,13 @@ def load_runs(path: Path) -> list[RunRecord]:
                 f"'{f}' has schema {schema!r}, expected myaccel.run/1",
                 hint="pass files written by `myaccel bench` or `myaccel ab` of this version",
             )
-        runs.append(RunRecord.model_validate(doc))
+        try:
+            runs.append(RunRecord.model_validate(doc))
+        except ValueError as exc:  # pydantic's ValidationError: name the file and the field
+            raise UsageError(
+                f"'{f}' is not a valid run record: {validation_summary(exc)}",
+                hint="pass files written by `myaccel bench` or `myaccel ab` of this version",
+            ) from None
     if not runs:
         raise UsageError(
             f"no runs found in '{path}'",

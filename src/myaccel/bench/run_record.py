@@ -195,9 +195,13 @@ def write_private(path: Path, text: str) -> None:
 def write_json_atomic(path: Path, doc: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(doc)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.chmod(tmp, PRIVATE_FILE_MODE)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(doc)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, PRIVATE_FILE_MODE)
+    except BaseException:  # a full disk (ENOSPC) leaves no stray temporary file
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)

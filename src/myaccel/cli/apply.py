@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from myaccel.actions import apply_changes, plan_changes, rollback, verify_journal
 from myaccel.actions.errors import ApplyError
@@ -22,7 +23,7 @@ from myaccel.actions.plan_apply import (
 )
 from myaccel.cli.common import connection_options, server_options
 from myaccel.cli.progress import note
-from myaccel.errors import UsageError, read_json_file
+from myaccel.errors import UsageError, read_json_file, validation_summary
 from myaccel.facts.collect import collect_facts
 from myaccel.rules.engine import facts_digest
 from myaccel.rules.model import PLAN_SCHEMA, Plan
@@ -30,13 +31,23 @@ from myaccel.server.connection import resolve
 
 
 def load_plan(path: str) -> Plan:
-    doc = read_json_file(path, what="plan", hint="write one with: myaccel plan --out plan.json")
-    if not isinstance(doc, dict) or doc.get("schema_version") != PLAN_SCHEMA:
+    """The plan in ``path``, or a ``UsageError`` naming the first field that is wrong
+    (checked before anything is read from the machine or changed)."""
+    hint = "write one with: myaccel plan --out plan.json"
+    doc = read_json_file(path, what="plan", hint=hint)
+    schema = doc.get("schema_version") if isinstance(doc, dict) else None
+    if schema != PLAN_SCHEMA:
         raise UsageError(
-            f"plan '{path}' has schema {doc.get('schema_version') if isinstance(doc, dict) else None!r}, expected {PLAN_SCHEMA}",
-            hint="make the plan with this version of myaccel",
+            f"plan '{path}' has schema {schema!r}, expected {PLAN_SCHEMA}",
+            hint="make the plan with this version of myaccel: myaccel plan --out plan.json",
         )
-    return Plan.model_validate(doc)
+    try:
+        return Plan.model_validate(doc)
+    except ValidationError as exc:
+        raise UsageError(
+            f"plan '{path}' is not a valid plan: {validation_summary(exc)}",
+            hint="the plan was edited or damaged; " + hint,
+        ) from None
 
 
 def _handle(kwargs: dict[str, Any]) -> ServerHandle:
