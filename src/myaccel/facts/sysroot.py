@@ -84,6 +84,10 @@ class Sysroot:
                 return unknown(f"{logical}: {msg}", logical)
             return unknown(f"{logical}: unexpected content {shown}: {msg}", logical)
 
+    def read_line(self, logical: str) -> Fact[str]:
+        """A one-line text value (a name, a version); binary or control bytes are unknown."""
+        return self.read_as(logical, printable_line)
+
     def read_int(self, logical: str) -> Fact[int]:
         return self.read_as(logical, parse_int)
 
@@ -169,12 +173,25 @@ def parse_cpu_list(text: str) -> list[int]:
     return sorted(cpus)
 
 
+def printable_line(text: str) -> str:
+    """The stripped text when it is one line of printable characters, else ValueError."""
+    t = text.strip()
+    if "\ufffd" in t or not t.isprintable():
+        raise ValueError("not printable text (binary or control bytes)")
+    return t
+
+
 def parse_int(text: str) -> int:
     """One decimal integer (a sysctl or sysfs number); anything else raises ValueError."""
     t = text.strip()
     if not _INT.fullmatch(t):
         raise ValueError("not an integer")
-    return int(t)
+    if len(t.lstrip("+-")) > 20:
+        raise ValueError("number out of the 64-bit range")
+    v = int(t)
+    if not -(1 << 63) <= v < 1 << 64:
+        raise ValueError("number out of the 64-bit range")
+    return v
 
 
 def format_cpu_list(cpus: list[int]) -> str:
@@ -201,4 +218,6 @@ def parse_size(text: str) -> int:
     m = _SIZE.fullmatch(t)
     if m is None:
         raise ValueError(f"{t[:24]!r} is not a size")
+    if len(m.group(1)) > 20 or int(m.group(1)) * _SIZE_MULT[m.group(2)] >= 1 << 64:
+        raise ValueError(f"size {t[:24]!r} out of the 64-bit range")
     return int(m.group(1)) * _SIZE_MULT[m.group(2)]
