@@ -155,6 +155,15 @@ def _ensure_journal_dir(journal_dir: Path) -> None:
         fsync_dir(journal_dir.parent)
 
 
+def _remove_stray_temporaries(journal_dir: Path) -> None:
+    """A crash between a journal write's temporary file and its rename leaves
+    ``.<id>.json.tmp``; the journal itself still holds the previous, complete version.
+    Called with the lock held, so no writer is running."""
+    for p in journal_dir.glob(".*.json.tmp"):
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
 @contextlib.contextmanager
 def journal_lock(journal_dir: Path) -> Iterator[None]:
     """One apply or rollback at a time per journal directory."""
@@ -169,6 +178,7 @@ def journal_lock(journal_dir: Path) -> Iterator[None]:
                 "another myaccel apply or rollback is running",
                 hint=f"wait for it to finish (lock: {lock})",
             ) from exc
+        _remove_stray_temporaries(journal_dir)
         yield
     finally:
         os.close(fd)
