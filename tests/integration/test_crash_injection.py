@@ -172,23 +172,32 @@ def test_kill_apply_then_rollback(base: Env, point: str) -> None:
     )
 
 
-@pytest.mark.parametrize("rb_point", ["reverted:1", "restart-stop"])
-def test_kill_rollback_too(base: Env, rb_point: str) -> None:
-    """Apply killed with the server down, then the rollback killed as well: a second
-    rollback still finishes the job."""
+@pytest.mark.parametrize(
+    ("apply_point", "rb_point"),
+    [
+        ("restart-down", "reverted:2"),  # server down: rollback starts it, killed reverting
+        ("restart-down", "reverted:0"),
+        ("health-check", "restart-down"),  # rollback killed in its own restart
+        ("health-check", "rollback-finish"),  # restarted, journal not yet marked
+    ],
+)
+def test_kill_rollback_too(base: Env, apply_point: str, rb_point: str) -> None:
+    """Apply killed, then the rollback killed as well: a second rollback finishes."""
     env = base
     before = _before(env)
-    r = env.run(["apply", str(env.plan), "--sandbox", NAME, "--yes"], crash_at="restart-down")
+    r = env.run(["apply", str(env.plan), "--sandbox", NAME, "--yes"], crash_at=apply_point)
     assert r.returncode == -signal.SIGKILL
-    if rb_point == "restart-stop":
-        # the server is down: this rollback starts it on restored files, no restart follows;
-        # kill it while it reverts instead
-        rb_point = "reverted:0"
+    t0 = time.monotonic()
     rb1 = env.run(["rollback"], crash_at=rb_point)
     assert rb1.returncode == -signal.SIGKILL, rb1.stderr
+    assert Journal.find_active(env.home / "journals"), "a killed rollback left nothing to redo"
     rb2 = env.run(["rollback"])
     assert rb2.returncode == 0, rb2.stderr
     _assert_restored(env, before)
+    print(
+        f"CRASH-MATRIX apply@{apply_point}+rollback@{rb_point} rollback_rc={rb2.returncode} "
+        f"both_rollbacks_s={time.monotonic() - t0:.2f} identical=yes"
+    )
 
 
 def test_full_apply_and_rollback(base: Env) -> None:

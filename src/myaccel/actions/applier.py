@@ -236,6 +236,14 @@ def finish_journal(path: Path) -> None:
             journal.set_status("applied")
 
 
+def finish_rollback(path: Path) -> None:
+    """Mark a journal whose entries ``rollback(finish=False)`` reverted as rolled back."""
+    with journal_lock(path.parent):
+        journal = Journal.load(path, verify_checksum=False)
+        if all(e.state == "reverted" for e in journal.entries):
+            journal.set_status("rolled-back")
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, MyaccelError):
         return exc.message
@@ -279,7 +287,10 @@ def _fail(
 
 
 def _revert_journal(
-    journal: Journal, resolve: Callable[[JournalEntry], Setting], hook: Hook | None
+    journal: Journal,
+    resolve: Callable[[JournalEntry], Setting],
+    hook: Hook | None,
+    finish: bool = True,
 ) -> tuple[list[str], list[str]]:
     """Revert every entry not yet reverted, newest first; then put each file back to the
     bytes recorded by its earliest entry (this also repairs files after a retry that
@@ -312,7 +323,8 @@ def _revert_journal(
             "(it resumes where it stopped)",
             context={"journal": str(journal.path)},
         )
-    journal.set_status("rolled-back")
+    if finish:
+        journal.set_status("rolled-back")
     return reverted, already
 
 
@@ -357,6 +369,7 @@ def rollback(
     ignore_checksum: bool = False,
     hook: Hook | None = None,
     before_revert: Callable[[Journal], None] | None = None,
+    finish: bool = True,
     clock: Clock = utc_now,
 ) -> RollbackResult:
     """Undo a journal (the newest one still in effect when ``journal_path`` is None),
@@ -365,6 +378,9 @@ def rollback(
 
     ``before_revert(journal)`` runs under the journal lock once the journal is loaded and
     checked, before anything is reverted (the CLI starts a stopped server there).
+    ``finish=False`` reverts every entry but leaves the journal's status as it was, for a
+    caller that must still restart the server (then ``finish_rollback``): a crash before
+    that restart leaves the journal in effect, and the next rollback restarts.
 
     Refuses (unless ``force``) a journal from another host, or one that a newer journal
     still in effect was applied on top of.
@@ -406,7 +422,9 @@ def rollback(
                 f"journal {journal.id} was {journal.status}: reverting its applied and pending "
                 "entries to their recorded old state"
             )
-        reverted, already = _revert_journal(journal, lambda e: settings[e.index], hook)
+        reverted, already = _revert_journal(
+            journal, lambda e: settings[e.index], hook, finish=finish
+        )
     return RollbackResult(
         status="rolled-back",
         journal_path=str(path),
@@ -464,6 +482,7 @@ __all__ = [
     "SimulatedCrash",
     "apply_changes",
     "finish_journal",
+    "finish_rollback",
     "needs_root",
     "plan_changes",
     "restore_recorded_files",

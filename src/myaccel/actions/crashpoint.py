@@ -16,6 +16,8 @@ Points (``n`` is the journal entry index, 0-based; without ``:n`` the first matc
 - ``restart-down``   the server is down, not started again yet
 - ``restart-start``  the server was spawned again and is not ready yet
 - ``health-check``   the server is up with the new configuration, before the health check
+- ``rollback-finish``  (rollback) entries reverted and the server restarted, the journal not
+  yet marked rolled back
 - ``journal-write:n``  right after the n-th durable journal write of this process (1-based)
 """
 
@@ -35,6 +37,7 @@ POINTS = (
     "restart-down",
     "restart-start",
     "health-check",
+    "rollback-finish",
     "journal-write",
 )
 

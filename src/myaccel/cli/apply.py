@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from myaccel.actions import apply_changes, rollback, verify_journal
-from myaccel.actions.applier import finish_journal, restore_recorded_files
+from myaccel.actions.applier import finish_journal, finish_rollback, restore_recorded_files
 from myaccel.actions.crashpoint import crash_point
 from myaccel.actions.errors import ApplyError, UnfinishedJournal
 from myaccel.actions.journal import Journal, journals_dir
@@ -243,8 +243,9 @@ def _restart_and_check(handle: ServerHandle, expected: dict[str, str], jpath: Pa
         return
     errs = handle.error_log_errors()
     note("health check failed: " + "; ".join(problems) + (" | " + errs[-1] if errs else ""))
-    rollback(jpath, connect=handle.connector() if handle.params else None)
+    rollback(jpath, connect=handle.connector() if handle.params else None, finish=False)
     handle.restart(note)
+    finish_rollback(jpath)
     raise ApplyError(
         "the server did not come back healthy with the new configuration ("
         + "; ".join(problems)[:300]
@@ -366,20 +367,30 @@ def rollback_cmd(
         started.append(True)
 
     connect_fn = handle.connector() if handle is not None and handle.params is not None else None
+    # Option files changed since the server started: it must restart on the restored
+    # ones. The journal stays in effect until then (a crash before it: rollback again).
+    mycnf = journal.status != "rolled-back" and any(e.kind == "mycnf" for e in journal.entries)
+    restart = mycnf and handle is not None and handle.startable()
     res = rollback(
         path,
         connect=connect_fn,
         force=force,
         ignore_checksum=ignore_checksum,
         before_revert=bring_up,
+        finish=not restart,
     )
     for w in res.warnings:
         note(w)
     for t in res.reverted:
         click.echo(f"reverted {t}")
-    if handle is not None and handle.params is not None:
-        if not started and any(t.startswith("mycnf:") for t in res.reverted):
+    if restart and handle is not None:
+        if not started:
             handle.restart(note)
+        crash_point("rollback-finish")
+        finish_rollback(path)
+    elif mycnf:
+        note("warning: restart the server yourself: its option files were restored")
+    if handle is not None and handle.params is not None:
         problems = health_check(handle, {})
         if problems:
             raise ApplyError(
