@@ -804,7 +804,7 @@ class ServerVariableSetting(Setting):
         if code == 1193:
             return UsageError(
                 f"the server has no variable {self.name}",
-                hint="it may not exist in this flavor or version (see `myaccel knobs`)",
+                hint="it may not exist in this flavor or version (check SHOW GLOBAL VARIABLES on the server)",
             )
         if code in (1227, 1044, 1045, 1142):
             return ApplyError(

@@ -407,14 +407,17 @@ def rollback_cmd(
 
 
 @click.command()
+@server_options
 @click.option(
     "--journal",
     "journal_file",
     metavar="FILE",
     help="Journal to check (default: the newest applied).",
 )
-def verify(journal_file: str | None) -> None:
-    """What has drifted since apply (a reboot, a restart, a hand edit)."""
+def verify(journal_file: str | None, **conn_kw: Any) -> None:
+    """What has drifted since apply (a reboot, a restart, a hand edit).
+
+    The server recorded in the journal is the default; server options override it."""
     path = Path(journal_file) if journal_file else None
     if path is None:
         applied = [
@@ -423,7 +426,7 @@ def verify(journal_file: str | None) -> None:
         if not applied:
             raise UsageError("no applied journal to verify", hint="see: myaccel rollback --list")
         path = applied[-1]
-    handle = load_handle(path, Journal.load(path))
+    handle = _rollback_handle(path, Journal.load(path), conn_kw)
     drift = verify_journal(path, connect=handle.connector() if handle and handle.params else None)
     if not drift:
         click.echo("no drift: every applied setting is in place")
