@@ -224,7 +224,12 @@ def existing_server(
         if not _sys.stdin.isatty():
             raise UsageError("applying to an existing server needs confirmation", hint="pass --yes")
         click.confirm(f"apply {len(planned)} change(s) to the server?", abort=True)
-    res = apply_changes(pc.changes, plan_id=plan.created_at, facts_digest=plan.facts_digest)
+    res = apply_changes(
+        pc.changes,
+        plan_id=plan.created_at,
+        facts_digest=plan.facts_digest,
+        server=handle.describe(),
+    )
     save_handle(Path(res.journal_path or ""), handle)
     if pc.restart_needed:
         handle.restart(note)
