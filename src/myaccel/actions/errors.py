@@ -26,6 +26,7 @@ class JournalError(MyaccelError):
 class JournalCorrupt(JournalError):
     """A journal's checksum or structure does not match: it was edited or damaged."""
 
+    exit_code = ExitCode.DATA_ERROR
     code = "journal-corrupt"
 
 
