@@ -21,7 +21,7 @@ from myaccel.cli.ab import (
     terminate_as_interrupt,
 )
 from myaccel.cli.bench import build_profile
-from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.common import connection_options, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -180,7 +180,6 @@ def existing_server(
     from myaccel.bench.campaign import load_runs
     from myaccel.bench.compare import compare_runs, format_markdown
     from myaccel.cli.bench import bench as bench_cmd
-    from myaccel.server.connection import resolve
 
     params = resolve(conn)
     facts = collect_facts("/", server=params, server_required=True)

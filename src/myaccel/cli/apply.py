@@ -25,14 +25,14 @@ from myaccel.actions.plan_apply import (
     sandbox_handle,
 )
 from myaccel.actions.server_files import server_option_files
-from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.common import connection_options, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError, read_json_file, validation_summary
 from myaccel.facts.collect import collect_facts
 from myaccel.model import Facts
 from myaccel.rules.engine import facts_digest
 from myaccel.rules.model import PLAN_SCHEMA, Plan
-from myaccel.server.connection import ConnectionOptions, ConnectParams, resolve
+from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 
 def load_plan(path: str) -> Plan:

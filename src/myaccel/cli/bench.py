@@ -34,11 +34,11 @@ from myaccel.bench.runner import (
     verify_dataset,
 )
 from myaccel.cli import ranges
-from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.common import connection_options, resolve, server_options
 from myaccel.cli.progress import RunProgress, note
 from myaccel.errors import NoValidRuns, UsageError
 from myaccel.paths import myaccel_home
-from myaccel.server.connection import ConnectionOptions, ConnectParams, resolve
+from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 
 def parse_threads(text: str | None) -> tuple[int, ...] | None:

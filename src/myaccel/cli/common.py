@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import click
 
 from myaccel.cli.ranges import TCP_PORT
-from myaccel.server.connection import ConnectionOptions
+from myaccel.server import connection
+from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,3 +44,17 @@ def connection_options(kwargs: dict[str, Any]) -> ConnectionOptions:
         defaults_file=kwargs.pop("defaults_file", None),
         sandbox=kwargs.pop("sandbox_name", None),
     )
+
+
+def resolve(conn: ConnectionOptions) -> ConnectParams:
+    """The server the options name: ``--sandbox NAME`` takes everything from the sandbox
+    (a ``--user`` given with it, and its password, replace the sandbox's); otherwise
+    option files, ``MYSQL_PWD`` and the options (``server.connection.resolve``)."""
+    if conn.sandbox is None:
+        return connection.resolve(conn)
+    from myaccel.server.sandbox import Sandbox
+
+    params = Sandbox.load(conn.sandbox).connect_params()
+    if conn.user is not None:
+        params = replace(params, user=conn.user, password=conn.password)
+    return params

@@ -7,33 +7,14 @@ from typing import Any
 import click
 
 from myaccel.cli import ranges
-from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.common import connection_options, resolve, server_options
 from myaccel.cli.output import write_output
-from myaccel.errors import UsageError, read_json_file, validation_summary
+from myaccel.cli.progress import note
+from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
-from myaccel.model import FACTS_SCHEMA, Facts
+from myaccel.facts.load import load_facts
 from myaccel.rules.engine import Hints, load_rules, make_plan
 from myaccel.rules.render import format_markdown, format_text, rules_markdown
-from myaccel.server.connection import resolve
-
-
-def load_facts(path: str) -> Facts:
-    doc = read_json_file(
-        path, what="facts file", hint="write one with `myaccel probe --out facts.json`"
-    )
-    schema = doc.get("schema_version") if isinstance(doc, dict) else None
-    if schema != FACTS_SCHEMA:
-        raise UsageError(
-            f"facts file '{path}' has schema {schema!r}, this myaccel reads {FACTS_SCHEMA!r}",
-            hint="probe again with this version: myaccel probe --out facts.json",
-        )
-    try:
-        return Facts.model_validate(doc)
-    except ValueError as exc:
-        raise UsageError(
-            f"facts file '{path}' does not match its schema: {validation_summary(exc)}",
-            hint="probe again",
-        ) from None
 
 
 @click.command()
@@ -69,7 +50,7 @@ def plan(**kwargs: Any) -> None:
     else:
         params = resolve(conn)
         facts = collect_facts("/", server=params, server_required=True)
-    from myaccel.cli.profile import plan_hints
+    from myaccel.profile.hints import plan_hints
     from myaccel.rules.knobview import knob_view_for
 
     knobs = knob_view_for(facts)
@@ -78,7 +59,7 @@ def plan(**kwargs: Any) -> None:
         facts,
         durability=kwargs["durability"],
         layers=layers,
-        hints=plan_hints(kwargs["profile_file"], facts, threads=kwargs["threads"])
+        hints=plan_hints(kwargs["profile_file"], facts, threads=kwargs["threads"], note=note)
         if kwargs["profile_file"]
         else Hints(threads=kwargs["threads"]),
         knobs=knobs,

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.common import connection_options, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.errors import UsageError
 from myaccel.facts.capture import capture_sysroot, tracing_sysroot
@@ -15,7 +15,6 @@ from myaccel.facts.collect import collect_facts
 from myaccel.facts.render import format_markdown, format_text
 from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Facts
-from myaccel.server.connection import resolve
 
 
 @click.command()

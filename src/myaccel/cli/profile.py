@@ -15,18 +15,18 @@ import click
 
 from myaccel.bench.runner import RunSpec
 from myaccel.cli import ranges
-from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.common import connection_options, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.paths import myaccel_home
 from myaccel.profile.folded import format_top
+from myaccel.profile.hints import find_profile
 from myaccel.profile.records import Finding, Profile, load_profile
 from myaccel.server.connection import ConnectParams
 
 if TYPE_CHECKING:
     from myaccel.model import Facts
     from myaccel.profile.simulate import SimulationResult
-    from myaccel.rules.engine import Hints
 
 LOOPBACK_HOSTS = frozenset({None, "", "localhost", "127.0.0.1", "::1"})
 # The workload starts this long before the recording window, so the window sees steady load
@@ -77,13 +77,10 @@ def resolve_target(pid: int | None, kwargs: dict[str, Any]) -> Target:
         check_server_pid(pid)
         params = None
         if conn.given:
-            from myaccel.server.connection import resolve
-
             params = resolve(conn)
         return Target(pid=pid, label=f"pid {pid}", admin=params, bench=params)
     if conn.given:
         from myaccel.cli.bench import _local_pid
-        from myaccel.server.connection import resolve
 
         params = resolve(conn)
         found = _local_pid(params)
@@ -502,22 +499,6 @@ def profile(**kwargs: Any) -> None:
     click.echo(f"flame graph: {result.flamegraph_path} (open it in a browser)")
 
 
-def find_profile(arg: str | None) -> Path:
-    from myaccel.profile.record import latest_profile, resolve_profile_path
-
-    if arg:
-        return resolve_profile_path(arg)
-    root = myaccel_home() / "profiles"
-    found = latest_profile(root)
-    if found is None:
-        raise UsageError(
-            f"no profile given and none under {root}",
-            hint="record one with `myaccel profile --sandbox NAME --workload quick`, or pass "
-            "the profile.json (or its directory)",
-        )
-    return found
-
-
 @click.command()
 @click.argument("profile_path", metavar="[PROFILE_JSON_OR_DIR]", required=False)
 @click.option(
@@ -536,7 +517,7 @@ def diagnose(profile_path: str | None, facts_file: str | None, as_json: bool) ->
     prof = load_profile(path)
     facts = None
     if facts_file:
-        from myaccel.cli.plan import load_facts
+        from myaccel.facts.load import load_facts
 
         facts = load_facts(facts_file)
     found: list[Finding] = run_diagnose(prof, facts)
@@ -554,28 +535,3 @@ def diagnose(profile_path: str | None, facts_file: str | None, as_json: bool) ->
         f"{n} samples{', with facts' if facts else ''}"
     )
     click.echo(format_findings(found))
-
-
-def plan_hints(profile_arg: str, facts: Facts | None, *, threads: int | None) -> Hints:
-    """``myaccel plan --profile``: the profile's findings (re-derived with the facts) as
-    ``Hints`` whose effects raise or lower the rules each finding names."""
-    from myaccel.profile.diagnose import diagnose as run_diagnose
-    from myaccel.profile.diagnose import finding_ids
-    from myaccel.rules.engine import FindingEffect
-    from myaccel.rules.engine import Hints as _Hints
-
-    found = run_diagnose(load_profile(find_profile(profile_arg)), facts)
-    for f in found:
-        rules = ", ".join(f"{r.direction}s {r.rule}" for r in f.rules)
-        note(f"profile finding {f.id} ({f.severity}): {rules}")
-    if not found:
-        note("profile: no findings (the plan is the same as without --profile)")
-    return _Hints(
-        threads=threads,
-        findings=finding_ids(found),
-        effects=tuple(
-            FindingEffect(finding=f.id, rule=r.rule, direction=r.direction, reason=r.reason)
-            for f in found
-            for r in f.rules
-        ),
-    )

@@ -12,8 +12,8 @@ from myaccel.knobs.catalog import (
     ResolvedKnob,
     ServerKnobs,
     UnknownKnob,
-    render_markdown,
 )
+from myaccel.knobs.render import render_markdown
 from myaccel.knobs.values import KnobValue
 
 __all__ = [

@@ -859,13 +859,6 @@ class Catalog:
             return v not in safe
         return v in unsafe
 
-    # -- documentation
-
-    def render_markdown(self) -> str:
-        from myaccel.knobs.render import render_markdown
-
-        return render_markdown(self)
-
 
 def _effective_since(ch: Change, v: Version) -> Version:
     """The ``since`` entry that made an applicable change apply to ``v``: the one of the
@@ -887,8 +880,3 @@ def _check_flavor(flavor: str) -> str:
 @cache
 def _default_catalog() -> Catalog:
     return Catalog._load(DATA_PATH)
-
-
-def render_markdown(catalog: Catalog | None = None) -> str:
-    """docs/knobs.md, generated from the catalog."""
-    return (catalog or Catalog.load()).render_markdown()

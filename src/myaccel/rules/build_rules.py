@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from myaccel.rules.engine import RuleContext, Skip, rule
+from myaccel.rules.base import RuleContext, Skip, rule
 from myaccel.rules.model import Recommendation
 
 MCPU = {

@@ -10,58 +10,49 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from myaccel import __version__
 from myaccel.errors import UsageError
 from myaccel.model import FACTS_SCHEMA, Facts
+from myaccel.rules.base import (
+    REGISTRY,
+    FindingEffect,
+    Hints,
+    KnobView,
+    RuleContext,
+    RuleFn,
+    RuleSpec,
+    Skip,
+    fmt_size,
+    parse_size,
+    rule,
+)
 from myaccel.rules.model import (
     LAYERS,
-    Layer,
     MemoryBudget,
     Plan,
     Recommendation,
     Skipped,
     target_knob,
 )
-from myaccel.server.flavor import ServerVersion, parse_server_version
 
-
-class Skip(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class KnobView(Protocol):
-    """What rules need from the knob catalog for the running server's version."""
-
-    def exists(self, name: str) -> bool: ...
-
-    def dynamic(self, name: str) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Hints:
-    """Optional workload knowledge: from a benchmark profile, status counters or a profile."""
-
-    threads: int | None = None
-    write_heavy: bool | None = None
-    findings: tuple[str, ...] = ()  # finding ids from `myaccel diagnose`
-    effects: tuple[FindingEffect, ...] = ()  # what each finding says about a rule
-
-
-@dataclass(frozen=True)
-class FindingEffect:
-    """A diagnose finding raising or lowering one rule (``myaccel plan --profile``)."""
-
-    finding: str
-    rule: str
-    direction: str  # "raise" or "lower"
-    reason: str = ""
+__all__ = [
+    "REGISTRY",
+    "FindingEffect",
+    "Hints",
+    "KnobView",
+    "RuleContext",
+    "RuleFn",
+    "RuleSpec",
+    "Skip",
+    "apply_finding_effects",
+    "facts_digest",
+    "fmt_size",
+    "load_rules",
+    "make_plan",
+    "parse_size",
+    "rule",
+]
 
 
 _CONFIDENCE = ("low", "medium", "high")
@@ -96,123 +87,6 @@ def apply_finding_effects(
             )
         )
     return out
-
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTkmgt]?)[Bb]?\s*$")
-
-
-def parse_size(text: str | None) -> int | None:
-    if text is None:
-        return None
-    m = _SIZE.match(str(text))
-    if not m:
-        return None
-    mult = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}[m.group(2).lower()]
-    return int(float(m.group(1)) * mult)
-
-
-def fmt_size(n: int) -> str:
-    for unit, m in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
-        if n >= m and n % m == 0:
-            return f"{n // m}{unit}"
-    return str(n)
-
-
-@dataclass
-class RuleContext:
-    facts: Facts
-    durability: str = "strict"
-    hints: Hints = field(default_factory=Hints)
-    knobs: KnobView | None = None
-    proposed: dict[str, str] = field(default_factory=dict)  # server knob -> proposed value
-
-    @property
-    def server(self) -> Any:
-        if self.facts.server is None:
-            raise Skip("no server facts: probe with server options (or --sandbox) first")
-        return self.facts.server
-
-    @property
-    def version(self) -> ServerVersion:
-        s = self.server
-        sv = parse_server_version(s.version_string.value or "", s.version_comment.value or "")
-        if sv is None:
-            raise Skip(f"unrecognized server version {s.version_string.value!r}")
-        return sv
-
-    @property
-    def flavor(self) -> str:
-        return self.version.flavor
-
-    def variables(self) -> dict[str, str]:
-        v = self.server.variables
-        if not v.known or v.value is None:
-            raise Skip("server variables unknown")
-        return dict(v.value)
-
-    def status(self) -> dict[str, str]:
-        v = self.server.status
-        return dict(v.value or {})
-
-    def var(self, name: str) -> str | None:
-        return self.variables().get(name)
-
-    def var_int(self, name: str) -> int | None:
-        return parse_size(self.var(name))
-
-    def has(self, name: str) -> bool:
-        if self.knobs is not None:
-            return self.knobs.exists(name)
-        return name in self.variables()
-
-    def is_dynamic(self, name: str) -> bool:
-        if self.knobs is not None:
-            return self.knobs.dynamic(name)
-        return False
-
-    def cpus(self) -> int:
-        n = self.facts.cpu.logical_cpus.value
-        if not n:
-            raise Skip("CPU count unknown")
-        return n
-
-    def numa_nodes(self) -> int:
-        nodes = self.facts.cpu.numa_nodes.value
-        return len(nodes) if nodes else 1
-
-
-RuleFn = Callable[[RuleContext], list[Recommendation]]
-
-
-@dataclass(frozen=True)
-class RuleSpec:
-    id: str
-    layer: Layer
-    title: str
-    rationale: str
-    source: str
-    fn: RuleFn
-    order: int = 50
-
-
-REGISTRY: dict[str, RuleSpec] = {}
-
-
-def rule(
-    id: str, layer: Layer, title: str, source: str, *, order: int = 50
-) -> Callable[[RuleFn], RuleFn]:
-    """Register a rule. Within a layer rules run by ``order`` then id: a rule that reads
-    other rules' proposals (the buffer pool reads every memory knob) runs later."""
-
-    def deco(fn: RuleFn) -> RuleFn:
-        if id in REGISTRY:
-            raise RuntimeError(f"duplicate rule id {id}")
-        REGISTRY[id] = RuleSpec(
-            id, layer, title, " ".join((fn.__doc__ or "").split()), source, fn, order
-        )
-        return fn
-
-    return deco
 
 
 def facts_digest(facts: Facts) -> str:

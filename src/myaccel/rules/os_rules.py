@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from myaccel.facts.sysroot import parse_cpu_list
-from myaccel.rules.engine import RuleContext, Skip, rule
+from myaccel.rules.base import RuleContext, Skip, rule
 from myaccel.rules.model import Recommendation
 
 THP = "/sys/kernel/mm/transparent_hugepage"
@@ -277,7 +277,7 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
         raise Skip("single NUMA node")
     bp = 0
     if ctx.facts.server is not None:
-        from myaccel.rules.engine import parse_size
+        from myaccel.rules.base import parse_size
 
         bp = (
             parse_size(

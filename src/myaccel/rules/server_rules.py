@@ -5,7 +5,7 @@ proposes a change only when it differs meaningfully."""
 
 from __future__ import annotations
 
-from myaccel.rules.engine import RuleContext, Skip, fmt_size, parse_size, rule
+from myaccel.rules.base import RuleContext, Skip, fmt_size, parse_size, rule
 from myaccel.rules.model import MemoryBudget, Recommendation
 
 GiB = 1024**3

@@ -3,13 +3,14 @@
 Resolution order (later wins): option files (``/etc/my.cnf``, ``/etc/mysql/my.cnf``,
 ``~/.my.cnf``; groups ``[client]``, ``[client-server]``, ``[client-mariadb]``), or only
 ``--defaults-file`` when given; then ``MYSQL_PWD``; then explicit command-line options.
-``--sandbox NAME`` takes everything from a myaccel sandbox.
+``--sandbox NAME`` is resolved by the caller (``myaccel.cli.common.resolve``): this module
+knows nothing of sandboxes.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ class ConnectionOptions:
     user: str | None = None
     password: str | None = None
     defaults_file: str | None = None
-    sandbox: str | None = None
+    sandbox: str | None = None  # a sandbox name: the cli resolves it, ``resolve`` refuses it
 
     @property
     def given(self) -> bool:
@@ -73,13 +74,9 @@ def _option_files(opts: ConnectionOptions) -> OptionFile:
 
 
 def resolve(opts: ConnectionOptions) -> ConnectParams:
+    """Parameters from option files, ``MYSQL_PWD`` and the explicit options."""
     if opts.sandbox is not None:
-        from myaccel.server.sandbox import Sandbox  # late import: sandbox uses this module
-
-        params = Sandbox.load(opts.sandbox).connect_params()
-        if opts.user is not None:
-            params = replace(params, user=opts.user, password=opts.password)
-        return params
+        raise ValueError("a sandbox name is resolved by myaccel.cli.common.resolve")
     of = _option_files(opts)
     host = opts.host or of.get(CLIENT_GROUPS, "host")
     port_s = opts.port if opts.port is not None else of.get(CLIENT_GROUPS, "port")
