@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from myaccel.bench.records import USABLE_FAILURE_KINDS, FailureKind
+from myaccel.bench.records import USABLE_FAILURE_KINDS, FailureKind, Summary
 from myaccel.bench.run_record import (
     CampaignIndex,
     RunRecord,
@@ -120,6 +120,58 @@ def _steady_cv(series: list[SeriesPoint], warmup_s: int) -> float | None:
     return 100.0 * statistics.stdev(vals) / m if m > 0 else None
 
 
+def _run_summary(s: Summary) -> RunSummary:
+    """sysbench's summary as a run record keeps it (rates over the measured window)."""
+    pct = s.percentile
+    window = s.window_s or s.total_time_s
+    return RunSummary(
+        tps=s.transactions_per_s or (s.transactions / window if window else 0.0),
+        qps=s.queries_per_s or (s.queries_total / window if window else 0.0),
+        reads=s.queries_read,
+        writes=s.queries_write,
+        other=s.queries_other,
+        transactions=s.transactions,
+        queries=s.queries_total,
+        ignored_errors=s.ignored_errors,
+        reconnects=s.reconnects,
+        latency_ms_min=s.latency_ms_min,
+        latency_ms_avg=s.latency_ms_avg,
+        latency_ms_max=s.latency_ms_max,
+        latency_ms_p95=s.latency_ms_pct if pct == 95 else None,
+        latency_ms_p99=s.latency_ms_pct if pct == 99 else None,
+        window_s=window,
+    )
+
+
+def _hit_ratio(c0: dict[str, int], c1: dict[str, int]) -> float | None:
+    """The buffer pool hit ratio (%) between two counter snapshots; None without reads."""
+    rr = c1.get("Innodb_buffer_pool_read_requests", 0) - c0.get(
+        "Innodb_buffer_pool_read_requests", 0
+    )
+    rd = c1.get("Innodb_buffer_pool_reads", 0) - c0.get("Innodb_buffer_pool_reads", 0)
+    return 100.0 * (1 - rd / rr) if rr > 0 else None
+
+
+def _cache_check(expect: Any, hit: float | None) -> str | None:
+    """Whether the dataset's expected cache behaviour ("cpu-bound": hit >= 99%,
+    "io-bound": below) held during the run."""
+    if not expect or hit is None:
+        return None
+    if expect == "cpu-bound":
+        return (
+            "holds"
+            if hit >= 99.0
+            else f"violated: buffer pool hit ratio {hit:.2f}% < 99% on a CPU-bound dataset"
+        )
+    if expect == "io-bound":
+        return (
+            "holds"
+            if hit < 99.0
+            else f"violated: buffer pool hit ratio {hit:.2f}% >= 99% on an IO-bound dataset"
+        )
+    return None
+
+
 def measure_run(
     ctx: BenchContext, spec: RunSpec, *, index: int, arm: str | None = None
 ) -> RunRecord:
@@ -148,28 +200,7 @@ def measure_run(
     out_file = ctx.out_dir / f"run-{index:03d}.out"
     write_private(out_file, raw.output)
 
-    summary: RunSummary | None = None
-    s = parsed.summary
-    if s is not None:
-        pct = s.percentile
-        window = s.window_s or s.total_time_s
-        summary = RunSummary(
-            tps=s.transactions_per_s or (s.transactions / window if window else 0.0),
-            qps=s.queries_per_s or (s.queries_total / window if window else 0.0),
-            reads=s.queries_read,
-            writes=s.queries_write,
-            other=s.queries_other,
-            transactions=s.transactions,
-            queries=s.queries_total,
-            ignored_errors=s.ignored_errors,
-            reconnects=s.reconnects,
-            latency_ms_min=s.latency_ms_min,
-            latency_ms_avg=s.latency_ms_avg,
-            latency_ms_max=s.latency_ms_max,
-            latency_ms_p95=s.latency_ms_pct if pct == 95 else None,
-            latency_ms_p99=s.latency_ms_pct if pct == 99 else None,
-            window_s=window,
-        )
+    summary = _run_summary(parsed.summary) if parsed.summary is not None else None
     series = [
         SeriesPoint(
             t_s=i.t_s,
@@ -208,30 +239,10 @@ def measure_run(
     if cv is not None and cv > 25:
         warnings.append(f"throughput not steady: per-second TPS CV {cv:.0f}% after warm-up")
 
-    hit = None
-    cache_check = None
-    rr = c1.get("Innodb_buffer_pool_read_requests", 0) - c0.get(
-        "Innodb_buffer_pool_read_requests", 0
-    )
-    rd = c1.get("Innodb_buffer_pool_reads", 0) - c0.get("Innodb_buffer_pool_reads", 0)
-    if rr > 0:
-        hit = 100.0 * (1 - rd / rr)
-    expect = ctx.dataset.get("expect")
-    if expect and hit is not None:
-        if expect == "cpu-bound":
-            cache_check = (
-                "holds"
-                if hit >= 99.0
-                else f"violated: buffer pool hit ratio {hit:.2f}% < 99% on a CPU-bound dataset"
-            )
-        elif expect == "io-bound":
-            cache_check = (
-                "holds"
-                if hit < 99.0
-                else f"violated: buffer pool hit ratio {hit:.2f}% >= 99% on an IO-bound dataset"
-            )
-        if cache_check and cache_check != "holds":
-            warnings.append(cache_check)
+    hit = _hit_ratio(c0, c1)
+    cache_check = _cache_check(ctx.dataset.get("expect"), hit)
+    if cache_check and cache_check != "holds":
+        warnings.append(cache_check)
 
     # Quiet = little CPU use by others in the second before the run. The load average is
     # not used for the verdict: it lags a minute and so counts our own previous run.

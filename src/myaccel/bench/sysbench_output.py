@@ -529,7 +529,9 @@ def _read_option_line(line: str, st: _State) -> bool:
     return True
 
 
-def _read_line(line: str, st: _State, *, partial: bool = False) -> None:
+# One flat dispatch on the line's prefix, in the order sysbench prints them: splitting it
+# would scatter the output format over functions that each see one branch.
+def _read_line(line: str, st: _State, *, partial: bool = False) -> None:  # noqa: C901
     """Read one line. ``partial``: the last line of a capture without its newline, whose
     numbers may be cut short; it is not trusted for figures."""
     if line.startswith(MYACCEL_PREFIX):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from myaccel.build.bolt import has_bolt_marker
 from myaccel.build.manifest import BuildManifest, CheckResult
@@ -113,204 +114,11 @@ def run_checks(
 
     opts = set(req.get("opts") or [])
     out: list[CheckResult] = []
-    have = manifest is not None
-
-    # PGO: the compiler switches recorded in DWARF, and the build's warnings
-    pgo_ev = (
-        "; ".join(built.pgo_evidence.value or []) or (built.pgo.unknown or built.pgo.source)
-    ) + built_note
-    if "pgo" in opts or (not have and built.pgo.value):
-        if built.pgo.value:
-            out.append(
-                _c(
-                    "pgo-profile-use",
-                    "Profile use (-fprofile-use)",
-                    "pass",
-                    pgo_ev,
-                    "-fprofile-use",
-                )
-            )
-        elif built.pgo.known:
-            out.append(
-                _c(
-                    "pgo-profile-use",
-                    "Profile use (-fprofile-use)",
-                    "fail",
-                    pgo_ev,
-                    "-fprofile-use",
-                )
-            )
-        else:
-            out.append(
-                _c(
-                    "pgo-profile-use",
-                    "Profile use (-fprofile-use)",
-                    "unknown",
-                    pgo_ev,
-                    "-fprofile-use",
-                )
-            )
-        if have:
-            assert manifest is not None
-            warn = manifest.pgo.get("missing_profile", {})
-            hot = list(warn.get("hot", []))
-            other = list(warn.get("other", []))
-            fresh = reclassify_missing_profiles(manifest, binary)
-            if fresh is not None:  # manifests of earlier versions split by source file
-                hot, other, _ = fresh
-            if not manifest.pgo.get("use_build_done"):
-                out.append(
-                    _c(
-                        "pgo-missing-profile",
-                        "No -Wmissing-profile warnings",
-                        "unknown",
-                        "the optimized build did not finish",
-                        "0 warnings",
-                    )
-                )
-            elif hot:
-                out.append(
-                    _c(
-                        "pgo-missing-profile",
-                        "No -Wmissing-profile warnings",
-                        "fail",
-                        f"{len(hot)} server source(s) compiled without a profile, e.g. {hot[0]}",
-                        "0 warnings for server sources",
-                    )
-                )
-            else:
-                extra = (
-                    f"; {len(other)} warning(s) for objects outside the server (other programs, unlinked archive members)"
-                    if other
-                    else ""
-                )
-                out.append(
-                    _c(
-                        "pgo-missing-profile",
-                        "No -Wmissing-profile warnings",
-                        "pass",
-                        f"0 warnings for server sources in the optimized build's log{extra}",
-                        "0 warnings",
-                    )
-                )
-        else:
-            out.append(
-                _c(
-                    "pgo-missing-profile",
-                    "No -Wmissing-profile warnings",
-                    "unknown",
-                    "needs the build log: pass --manifest",
-                    "0 warnings",
-                )
-            )
-    else:
-        out.append(
-            _c(
-                "pgo-profile-use",
-                "Profile use (-fprofile-use)",
-                "skip",
-                f"PGO not requested (binary: {pgo_ev})",
-            )
-        )
-
-    # no instrumentation left
-    if facts.instrumented.value:
-        out.append(
-            _c(
-                "no-instrumentation",
-                "No instrumentation left (__gcov_*)",
-                "fail",
-                facts.instrumented.source,
-                "no __gcov_ symbols",
-            )
-        )
-    elif facts.instrumented.known:
-        out.append(
-            _c(
-                "no-instrumentation",
-                "No instrumentation left (__gcov_*)",
-                "pass",
-                facts.instrumented.source,
-                "no __gcov_ symbols",
-            )
-        )
-    else:
-        out.append(
-            _c(
-                "no-instrumentation",
-                "No instrumentation left (__gcov_*)",
-                "unknown",
-                facts.instrumented.unknown or "",
-            )
-        )
-
-    # LTO
-    lto_ev = (
-        "; ".join(built.lto_evidence.value or []) or (built.lto.unknown or built.lto.source)
-    ) + built_note
-    if "lto" in opts or (not have and built.lto.value):
-        st = "pass" if built.lto.value else ("fail" if built.lto.known else "unknown")
-        out.append(_c("lto", "LTO traces", st, lto_ev, ".lto_priv. symbols / GNU GIMPLE producer"))
-    else:
-        out.append(_c("lto", "LTO traces", "skip", f"LTO not requested (binary: {lto_ev[:160]})"))
-
-    # atomics
-    at = facts.atomics.value
-    want = ATOMICS_EXPECTED.get(str(req.get("atomics_expected") or ""))
-    if at is None:
-        out.append(_c("atomics", "Atomics class", "unknown", facts.atomics.unknown or ""))
-    elif at.klass == "not-applicable":
-        out.append(_c("atomics", "Atomics class", "skip", at.detail))
-    elif want is None:
-        out.append(
-            _c("atomics", "Atomics class", "skip", f"no class requested; binary: {at.detail}")
-        )
-    else:
-        st = "pass" if at.klass == want else "fail"
-        out.append(_c("atomics", "Atomics class", st, at.detail, want))
-
-    # BOLT: relocations kept on the input, marker on the output
-    if "bolt" in opts:
-        bolt = manifest.bolt if manifest else {}
-        if bolt.get("applied"):
-            ok, ev = has_bolt_marker(binary)
-            out.append(_c("bolt", "BOLT applied", "pass" if ok else "fail", ev, ".note.bolt_info"))
-            rel = bolt.get("input_relocations")
-            out.append(
-                _c(
-                    "relocations",
-                    "Relocations kept for BOLT (--emit-relocs)",
-                    "pass" if rel else "fail",
-                    f"pre-BOLT binary {bolt.get('input')}: .rela.text {'present' if rel else 'absent'}",
-                    ".rela.text",
-                )
-            )
-        else:
-            why = str(bolt.get("skipped") or "the BOLT stage did not run")
-            out.append(_c("bolt", "BOLT applied", "skip", why))
-            st = (
-                "pass"
-                if facts.relocations.value
-                else ("fail" if facts.relocations.known else "unknown")
-            )
-            out.append(
-                _c(
-                    "relocations",
-                    "Relocations kept for BOLT (--emit-relocs)",
-                    st,
-                    facts.relocations.source or (facts.relocations.unknown or ""),
-                    ".rela.text",
-                )
-            )
-    else:
-        out.append(
-            _c(
-                "relocations",
-                "Relocations kept for BOLT (--emit-relocs)",
-                "skip",
-                f"BOLT not requested ({facts.relocations.source or facts.relocations.unknown})",
-            )
-        )
+    out += _pgo_checks(binary, built, built_note, opts, manifest)
+    out.append(_instrumentation_check(facts))
+    out.append(_lto_check(built, built_note, opts, have=manifest is not None))
+    out.append(_atomics_check(facts, req))
+    out += _bolt_checks(binary, facts, opts, manifest)
 
     # text alignment: informational (a link option of the OS layer's code huge pages)
     ta = facts.text_huge_page_ready
@@ -322,54 +130,191 @@ def run_checks(
             ta.source or (ta.unknown or ""),
         )
     )
-
-    # cache line in the generated config / compile flags
-    if "cacheline" in opts and manifest is not None:
-        expected = int(req.get("cacheline_bytes") or 128)
-        src_copy = (
-            Path(manifest.source["compiled_from"]) if manifest.source.get("patched") else None
-        )
-        values, where = cacheline_found(
-            Path(manifest.build_dir), list(manifest.source.get("config_headers") or []), src_copy
-        )
-        if expected in values and len(values) == 1:
-            out.append(
-                _c(
-                    "cacheline",
-                    "Cache line in the generated config",
-                    "pass",
-                    "; ".join(where),
-                    str(expected),
-                )
-            )
-        elif values:
-            out.append(
-                _c(
-                    "cacheline",
-                    "Cache line in the generated config",
-                    "fail",
-                    "; ".join(where),
-                    str(expected),
-                )
-            )
-        else:
-            out.append(
-                _c(
-                    "cacheline",
-                    "Cache line in the generated config",
-                    "fail",
-                    f"no CPU_LEVEL1_DCACHE_LINESIZE in {', '.join(manifest.source.get('config_headers') or [])} "
-                    "or compile_commands.json",
-                    str(expected),
-                )
-            )
-    elif "cacheline" in opts:
-        out.append(
-            _c(
-                "cacheline",
-                "Cache line in the generated config",
-                "unknown",
-                "needs the build directory: pass --manifest",
-            )
-        )
+    if "cacheline" in opts:
+        out.append(_cacheline_check(req, manifest))
     return facts, out
+
+
+def _pass_fail_unknown(value: object, known: bool) -> str:
+    return "pass" if value else ("fail" if known else "unknown")
+
+
+def _pgo_checks(
+    binary: Path,
+    built: BinaryFacts,
+    built_note: str,
+    opts: set[str],
+    manifest: BuildManifest | None,
+) -> list[CheckResult]:
+    """PGO: the compiler switches recorded in DWARF, and the build's warnings."""
+    have = manifest is not None
+    pgo_ev = (
+        "; ".join(built.pgo_evidence.value or []) or (built.pgo.unknown or built.pgo.source)
+    ) + built_note
+    if not ("pgo" in opts or (not have and built.pgo.value)):
+        return [
+            _c(
+                "pgo-profile-use",
+                "Profile use (-fprofile-use)",
+                "skip",
+                f"PGO not requested (binary: {pgo_ev})",
+            )
+        ]
+    use = _c(
+        "pgo-profile-use",
+        "Profile use (-fprofile-use)",
+        _pass_fail_unknown(built.pgo.value, built.pgo.known),
+        pgo_ev,
+        "-fprofile-use",
+    )
+    if manifest is None:
+        return [
+            use,
+            _c(
+                "pgo-missing-profile",
+                "No -Wmissing-profile warnings",
+                "unknown",
+                "needs the build log: pass --manifest",
+                "0 warnings",
+            ),
+        ]
+    return [use, _missing_profile_check(binary, manifest)]
+
+
+def _missing_profile_check(binary: Path, manifest: BuildManifest) -> CheckResult:
+    """-Wmissing-profile warnings of the optimized build for the server's own sources."""
+    warn = manifest.pgo.get("missing_profile", {})
+    hot = list(warn.get("hot", []))
+    other = list(warn.get("other", []))
+    fresh = reclassify_missing_profiles(manifest, binary)
+    if fresh is not None:  # manifests of earlier versions split by source file
+        hot, other, _ = fresh
+    if not manifest.pgo.get("use_build_done"):
+        return _c(
+            "pgo-missing-profile",
+            "No -Wmissing-profile warnings",
+            "unknown",
+            "the optimized build did not finish",
+            "0 warnings",
+        )
+    if hot:
+        return _c(
+            "pgo-missing-profile",
+            "No -Wmissing-profile warnings",
+            "fail",
+            f"{len(hot)} server source(s) compiled without a profile, e.g. {hot[0]}",
+            "0 warnings for server sources",
+        )
+    extra = (
+        f"; {len(other)} warning(s) for objects outside the server (other programs, unlinked archive members)"
+        if other
+        else ""
+    )
+    return _c(
+        "pgo-missing-profile",
+        "No -Wmissing-profile warnings",
+        "pass",
+        f"0 warnings for server sources in the optimized build's log{extra}",
+        "0 warnings",
+    )
+
+
+def _instrumentation_check(facts: BinaryFacts) -> CheckResult:
+    """No instrumentation left (a PGO training build's __gcov_ symbols)."""
+    title = "No instrumentation left (__gcov_*)"
+    if facts.instrumented.value:
+        return _c(
+            "no-instrumentation", title, "fail", facts.instrumented.source, "no __gcov_ symbols"
+        )
+    if facts.instrumented.known:
+        return _c(
+            "no-instrumentation", title, "pass", facts.instrumented.source, "no __gcov_ symbols"
+        )
+    return _c("no-instrumentation", title, "unknown", facts.instrumented.unknown or "")
+
+
+def _lto_check(built: BinaryFacts, built_note: str, opts: set[str], *, have: bool) -> CheckResult:
+    lto_ev = (
+        "; ".join(built.lto_evidence.value or []) or (built.lto.unknown or built.lto.source)
+    ) + built_note
+    if "lto" in opts or (not have and built.lto.value):
+        st = _pass_fail_unknown(built.lto.value, built.lto.known)
+        return _c("lto", "LTO traces", st, lto_ev, ".lto_priv. symbols / GNU GIMPLE producer")
+    return _c("lto", "LTO traces", "skip", f"LTO not requested (binary: {lto_ev[:160]})")
+
+
+def _atomics_check(facts: BinaryFacts, req: dict[str, Any]) -> CheckResult:
+    at = facts.atomics.value
+    want = ATOMICS_EXPECTED.get(str(req.get("atomics_expected") or ""))
+    if at is None:
+        return _c("atomics", "Atomics class", "unknown", facts.atomics.unknown or "")
+    if at.klass == "not-applicable":
+        return _c("atomics", "Atomics class", "skip", at.detail)
+    if want is None:
+        return _c("atomics", "Atomics class", "skip", f"no class requested; binary: {at.detail}")
+    st = "pass" if at.klass == want else "fail"
+    return _c("atomics", "Atomics class", st, at.detail, want)
+
+
+def _bolt_checks(
+    binary: Path, facts: BinaryFacts, opts: set[str], manifest: BuildManifest | None
+) -> list[CheckResult]:
+    """BOLT: relocations kept on the input, marker on the output."""
+    title = "Relocations kept for BOLT (--emit-relocs)"
+    if "bolt" not in opts:
+        return [
+            _c(
+                "relocations",
+                title,
+                "skip",
+                f"BOLT not requested ({facts.relocations.source or facts.relocations.unknown})",
+            )
+        ]
+    bolt = manifest.bolt if manifest else {}
+    if bolt.get("applied"):
+        ok, ev = has_bolt_marker(binary)
+        rel = bolt.get("input_relocations")
+        return [
+            _c("bolt", "BOLT applied", "pass" if ok else "fail", ev, ".note.bolt_info"),
+            _c(
+                "relocations",
+                title,
+                "pass" if rel else "fail",
+                f"pre-BOLT binary {bolt.get('input')}: .rela.text {'present' if rel else 'absent'}",
+                ".rela.text",
+            ),
+        ]
+    why = str(bolt.get("skipped") or "the BOLT stage did not run")
+    return [
+        _c("bolt", "BOLT applied", "skip", why),
+        _c(
+            "relocations",
+            title,
+            _pass_fail_unknown(facts.relocations.value, facts.relocations.known),
+            facts.relocations.source or (facts.relocations.unknown or ""),
+            ".rela.text",
+        ),
+    ]
+
+
+def _cacheline_check(req: dict[str, Any], manifest: BuildManifest | None) -> CheckResult:
+    """The cache line in the generated config / compile flags."""
+    title = "Cache line in the generated config"
+    if manifest is None:
+        return _c("cacheline", title, "unknown", "needs the build directory: pass --manifest")
+    expected = int(req.get("cacheline_bytes") or 128)
+    src_copy = Path(manifest.source["compiled_from"]) if manifest.source.get("patched") else None
+    values, where = cacheline_found(
+        Path(manifest.build_dir), list(manifest.source.get("config_headers") or []), src_copy
+    )
+    if values:
+        st = "pass" if expected in values and len(values) == 1 else "fail"
+        return _c("cacheline", title, st, "; ".join(where), str(expected))
+    return _c(
+        "cacheline",
+        title,
+        "fail",
+        f"no CPU_LEVEL1_DCACHE_LINESIZE in {', '.join(manifest.source.get('config_headers') or [])} "
+        "or compile_commands.json",
+        str(expected),
+    )

@@ -350,14 +350,7 @@ def rollback_cmd(
         for p in Journal.list_paths(jdir):
             click.echo(f"{p.name}  {Journal.checked_status(p)}")
         return
-    path = Path(journal_file) if journal_file else None
-    if path is None:
-        active = Journal.find_unfinished(jdir) or Journal.find_active(jdir)
-        if not active:
-            raise UsageError(
-                "no journal in effect to roll back", hint="see: myaccel rollback --list"
-            )
-        path = active[-1]
+    path = Path(journal_file) if journal_file else _journal_in_effect(jdir)
     journal = Journal.load(path, verify_checksum=not ignore_checksum)
     handle = _rollback_handle(path, journal, conn_kw)
     started: list[bool] = []
@@ -404,19 +397,33 @@ def rollback_cmd(
     elif mycnf:
         note("warning: restart the server yourself: its option files were restored")
     if handle is not None and handle.params is not None:
-        problems = health_check(handle, {})
-        if problems:
-            raise ApplyError(
-                "server unhealthy after rollback: " + "; ".join(problems), hint="see its error log"
-            )
-        old = {
-            e.target.removeprefix("mysql:"): e.old.value
-            for e in journal.entries
-            if e.kind == "mysql" and e.old.value is not None
-        }
-        for problem in health_check(handle, old):
-            note(f"warning: after rollback {problem}")
+        _check_after_rollback(handle, journal)
     click.echo(f"rolled back {path.name}")
+
+
+def _journal_in_effect(jdir: Path) -> Path:
+    """The unfinished journal, else the newest one in effect."""
+    active = Journal.find_unfinished(jdir) or Journal.find_active(jdir)
+    if not active:
+        raise UsageError("no journal in effect to roll back", hint="see: myaccel rollback --list")
+    return active[-1]
+
+
+def _check_after_rollback(handle: ServerHandle, journal: Journal) -> None:
+    """The server is healthy; a server value that differs from the journal's old one is
+    a warning."""
+    problems = health_check(handle, {})
+    if problems:
+        raise ApplyError(
+            "server unhealthy after rollback: " + "; ".join(problems), hint="see its error log"
+        )
+    old = {
+        e.target.removeprefix("mysql:"): e.old.value
+        for e in journal.entries
+        if e.kind == "mysql" and e.old.value is not None
+    }
+    for problem in health_check(handle, old):
+        note(f"warning: after rollback {problem}")
 
 
 @click.command()

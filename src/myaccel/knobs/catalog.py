@@ -749,64 +749,30 @@ class Catalog:
         # Order by the version that brought each change to this server's series, so a
         # backport (10.6.7) follows the baseline of its series (10.6.0).
         applicable.sort(key=lambda e: (e[0], e[1], e[2]))
-        exists = False
-        ever = False
-        introduced: str | None = None
-        deprecated, deprecated_in = False, None
-        removed_in: str | None = None
-        default: KnobValue | None = None
-        auto: AutoSpec | None = None
-        dynamic: bool | None = None
-        lo: int | float | None = None
-        hi: int | float | None = None
-        values: tuple[str, ...] = ()
-        notes: list[str] = []
+        state = _KnobState()
         for since_v, _li, _ci, ch in applicable:
-            applied = version_text(since_v)
-            if ch.present is False:
-                if exists:
-                    removed_in = applied
-                exists = False
-            elif not exists and (ch.present is True or not ever):
-                exists, ever = True, True
-                removed_in = None
-                if introduced is None:
-                    introduced = applied
-            if ch.deprecated is not None:
-                deprecated = ch.deprecated
-                deprecated_in = applied if ch.deprecated else None
-            if ch.default is not None or ch.auto is not None:
-                default, auto = ch.default, ch.auto
-            if ch.dynamic is not None:
-                dynamic = ch.dynamic
-            if ch.min is not None:
-                lo = ch.min
-            if ch.max is not None:
-                hi = ch.max
-            if ch.values is not None:
-                values = tuple(ch.values)
-            if ch.note:
-                notes.append(f"{applied}: {ch.note}")
-        if introduced is None and upcoming:
+            state.apply(ch, version_text(since_v))
+        if state.introduced is None and upcoming:
             # never existed up to v: report when it appears in this flavor
-            introduced = version_text(min(upcoming))
+            state.introduced = version_text(min(upcoming))
+        gone = state.ever and not state.exists
         return ResolvedKnob(
             spec=spec,
             flavor=flavor,
             version=v,
-            exists=exists,
-            introduced=introduced,
-            deprecated=deprecated and exists,
-            deprecated_in=deprecated_in,
-            removed=ever and not exists,
-            removed_in=removed_in if (ever and not exists) else None,
-            default_value=default,
-            auto=auto,
-            dynamic=dynamic,
-            min=lo,
-            max=hi,
-            values=values,
-            notes=tuple(notes),
+            exists=state.exists,
+            introduced=state.introduced,
+            deprecated=state.deprecated and state.exists,
+            deprecated_in=state.deprecated_in,
+            removed=gone,
+            removed_in=state.removed_in if gone else None,
+            default_value=state.default,
+            auto=state.auto,
+            dynamic=state.dynamic,
+            min=state.lo,
+            max=state.hi,
+            values=state.values,
+            notes=tuple(state.notes),
             source=self.source(spec, flavor, series),
         )
 
@@ -858,6 +824,55 @@ class Catalog:
         if safe:
             return v not in safe
         return v in unsafe
+
+
+@dataclass
+class _KnobState:
+    """A knob as the changes applied so far (oldest first) leave it."""
+
+    exists: bool = False
+    ever: bool = False
+    introduced: str | None = None
+    deprecated: bool = False
+    deprecated_in: str | None = None
+    removed_in: str | None = None
+    default: KnobValue | None = None
+    auto: AutoSpec | None = None
+    dynamic: bool | None = None
+    lo: int | float | None = None
+    hi: int | float | None = None
+    values: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+    def apply(self, ch: Change, applied: str) -> None:
+        """One change, brought to this server's series by version ``applied``."""
+        self._presence(ch, applied)
+        if ch.deprecated is not None:
+            self.deprecated = ch.deprecated
+            self.deprecated_in = applied if ch.deprecated else None
+        if ch.default is not None or ch.auto is not None:
+            self.default, self.auto = ch.default, ch.auto
+        if ch.dynamic is not None:
+            self.dynamic = ch.dynamic
+        if ch.min is not None:
+            self.lo = ch.min
+        if ch.max is not None:
+            self.hi = ch.max
+        if ch.values is not None:
+            self.values = tuple(ch.values)
+        if ch.note:
+            self.notes.append(f"{applied}: {ch.note}")
+
+    def _presence(self, ch: Change, applied: str) -> None:
+        if ch.present is False:
+            if self.exists:
+                self.removed_in = applied
+            self.exists = False
+        elif not self.exists and (ch.present is True or not self.ever):
+            self.exists, self.ever = True, True
+            self.removed_in = None
+            if self.introduced is None:
+                self.introduced = applied
 
 
 def _effective_since(ch: Change, v: Version) -> Version:

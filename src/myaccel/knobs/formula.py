@@ -97,7 +97,8 @@ def compile_formula(text: str) -> Formula:
     return Formula(text=text, tree=tree, names=frozenset(names))
 
 
-def _eval(node: ast.expr, resolve: Resolver) -> Number:
+# An evaluator: one branch per allowed node type of the formula grammar, read as a table.
+def _eval(node: ast.expr, resolve: Resolver) -> Number:  # noqa: C901
     if isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, (int, float)):

@@ -533,12 +533,7 @@ def record_profile(
     if not pmu:
         warnings.append(NO_PMU_NOTE)
 
-    status_before: dict[str, str] = {}
-    if opts.status_params is not None:
-        try:
-            status_before = read_status(opts.status_params)
-        except MyaccelError as exc:
-            warnings.append(f"no status counters: {exc.message}")
+    status_before = _status_before(opts, warnings)
 
     argv = build_record_argv(
         t.perf,
@@ -585,61 +580,21 @@ def record_profile(
     lost = _LOST.search(done.stderr)
 
     note("perf script | inferno-collapse-perf")
-    script = proc.run(
-        [t.perf, "script", "-i", str(data), "--no-inline", "-F", SCRIPT_FIELDS],
-        timeout_s=300 + 20 * opts.duration_s,
-    )
-    if not script.ok:
-        tail = " | ".join(script.stderr.strip().splitlines()[-3:])
-        raise ProcessFailed(
-            f"perf script failed with exit code {script.returncode}: {tail}",
-            hint="rerun with --debug; the raw samples are in " + str(data),
-        )
-    if not script.stdout.strip():
-        raise ProcessFailed(
-            f"perf recorded no samples of pid {opts.pid} in {opts.duration_s:g} s",
-            hint="the server was idle: profile it under load (--workload quick) or longer",
-        )
-    collapsed = proc.run([t.collapse, "--all"], input_text=script.stdout, timeout_s=300)
-    if not collapsed.ok or not collapsed.stdout.strip():
-        tail = " | ".join(collapsed.stderr.strip().splitlines()[-3:]) or "no output"
-        raise ProcessFailed(
-            f"inferno-collapse-perf failed (exit {collapsed.returncode}): {tail}",
-            hint=INFERNO_INSTALL_HINT,
-        )
+    script, collapsed = _script_and_collapse(t, data, opts)
     # profile.folded carries each frame's DSO; the flame graph is drawn without them
-    annotated = annotate_dsos(collapsed.stdout, dso_map_from_script(script.stdout))
+    annotated = annotate_dsos(collapsed, dso_map_from_script(script))
     folded_path = out / FOLDED_FILE
     folded_path.write_text(annotated)
     stacks = folded_mod.parse_folded(annotated, source=str(folded_path))
     summary = folded_mod.summarize(stacks, top_n=opts.top_n)
 
     title = opts.title or f"{comm} (pid {opts.pid}): {event}, {opts.duration_s:g} s"
-    svg_path = out / FLAMEGRAPH_FILE
-    flame = proc.run(
-        [
-            t.flamegraph,
-            "--title",
-            title,
-            "--subtitle",
-            f"{summary.total_samples} samples at {opts.frequency_hz} Hz, "
-            f"{opts.call_graph} call graphs, {socket.gethostname()} {started}",
-            "--countname",
-            "samples",
-            "--hash",
-            "--minwidth",
-            "0.1",
-        ],
-        input_text=collapsed.stdout,
-        timeout_s=300,
+    subtitle = (
+        f"{summary.total_samples} samples at {opts.frequency_hz} Hz, "
+        f"{opts.call_graph} call graphs, {socket.gethostname()} {started}"
     )
-    if not flame.ok or "<svg" not in flame.stdout:
-        tail = " | ".join(flame.stderr.strip().splitlines()[-3:]) or "no output"
-        raise ProcessFailed(
-            f"inferno-flamegraph failed (exit {flame.returncode}): {tail}",
-            hint=INFERNO_INSTALL_HINT,
-        )
-    svg_path.write_text(flame.stdout)
+    svg_path = out / FLAMEGRAPH_FILE
+    svg_path.write_text(_flamegraph(t, collapsed, title=title, subtitle=subtitle))
     for raw in (data, data.with_name(data.name + ".old")):
         with contextlib.suppress(OSError):
             raw.unlink()  # raw samples: large, and everything derived from them is kept
@@ -679,6 +634,72 @@ def record_profile(
     return RecordResult(
         profile=profile, profile_path=path, folded_path=folded_path, flamegraph_path=svg_path
     )
+
+
+def _status_before(opts: RecordOptions, warnings: list[str]) -> dict[str, str]:
+    """The server's status counters at the start of the window (none without a server
+    connection; a warning when they cannot be read)."""
+    if opts.status_params is None:
+        return {}
+    try:
+        return read_status(opts.status_params)
+    except MyaccelError as exc:
+        warnings.append(f"no status counters: {exc.message}")
+        return {}
+
+
+def _script_and_collapse(t: Tools, data: Path, opts: RecordOptions) -> tuple[str, str]:
+    """``perf script`` of the raw samples, and its stacks collapsed by inferno."""
+    script = proc.run(
+        [t.perf, "script", "-i", str(data), "--no-inline", "-F", SCRIPT_FIELDS],
+        timeout_s=300 + 20 * opts.duration_s,
+    )
+    if not script.ok:
+        tail = " | ".join(script.stderr.strip().splitlines()[-3:])
+        raise ProcessFailed(
+            f"perf script failed with exit code {script.returncode}: {tail}",
+            hint="rerun with --debug; the raw samples are in " + str(data),
+        )
+    if not script.stdout.strip():
+        raise ProcessFailed(
+            f"perf recorded no samples of pid {opts.pid} in {opts.duration_s:g} s",
+            hint="the server was idle: profile it under load (--workload quick) or longer",
+        )
+    collapsed = proc.run([t.collapse, "--all"], input_text=script.stdout, timeout_s=300)
+    if not collapsed.ok or not collapsed.stdout.strip():
+        tail = " | ".join(collapsed.stderr.strip().splitlines()[-3:]) or "no output"
+        raise ProcessFailed(
+            f"inferno-collapse-perf failed (exit {collapsed.returncode}): {tail}",
+            hint=INFERNO_INSTALL_HINT,
+        )
+    return script.stdout, collapsed.stdout
+
+
+def _flamegraph(t: Tools, collapsed: str, *, title: str, subtitle: str) -> str:
+    """The flame graph SVG of the collapsed stacks (inferno-flamegraph)."""
+    flame = proc.run(
+        [
+            t.flamegraph,
+            "--title",
+            title,
+            "--subtitle",
+            subtitle,
+            "--countname",
+            "samples",
+            "--hash",
+            "--minwidth",
+            "0.1",
+        ],
+        input_text=collapsed,
+        timeout_s=300,
+    )
+    if not flame.ok or "<svg" not in flame.stdout:
+        tail = " | ".join(flame.stderr.strip().splitlines()[-3:]) or "no output"
+        raise ProcessFailed(
+            f"inferno-flamegraph failed (exit {flame.returncode}): {tail}",
+            hint=INFERNO_INSTALL_HINT,
+        )
+    return flame.stdout
 
 
 def resolve_profile_path(path: str | Path) -> Path:

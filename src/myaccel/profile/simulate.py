@@ -734,46 +734,10 @@ def simulate(
     t_start = time.monotonic()
     wl = normalize_workload(workload)
     n_events = events if events is not None else DEFAULT_EVENTS.get(wl, FALLBACK_EVENTS)
-    if n_events < 1:
-        raise UsageError(
-            f"events must be at least 1 (got {n_events})",
-            hint="pass the number of sysbench events (transactions) to simulate, e.g. 300",
-        )
-    if threads < 1:
-        raise UsageError(f"threads must be at least 1 (got {threads})", hint="use --threads 1")
-    if tool not in ("cachegrind", "callgrind"):
-        raise UsageError(f"unknown valgrind tool '{tool}'", hint="use cachegrind or callgrind")
-    if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", db):
-        raise UsageError(
-            f"invalid schema name '{db}'",
-            hint="use letters, digits and '_' (at most 64), e.g. myaccel_sim",
-        )
-    if base_events < 1:
-        raise UsageError(
-            f"base_events must be at least 1 (got {base_events})",
-            hint="the cachegrind baseline run needs at least one event",
-        )
-    valgrind = proc.require("valgrind")
-    proc.require("sysbench")
-    if tool == "callgrind":
-        proc.require("callgrind_control")
-        proc.require("callgrind_annotate")
-    else:
-        proc.require("cg_annotate")
-        proc.require("cg_diff")
+    _check_request(tool, n_events, threads, db, base_events)
+    valgrind = _require_tools(tool)
     version = valgrind_version()
-
-    warnings: list[str] = []
-    if threads > 1:
-        warnings.append(
-            f"{threads} client threads: the events are shared between threads in a "
-            "timing-dependent way, so counts vary between runs; use 1 thread to compare"
-        )
-    if wl in WRITE_WORKLOADS:
-        warnings.append(
-            f"{wl} changes the data: a repeated simulation starts from other data; "
-            "restore a snapshot between simulations you compare"
-        )
+    warnings = _request_warnings(wl, threads)
 
     before = sandbox.status()
     prior: ActiveConfig = before.active_config
@@ -846,6 +810,58 @@ def simulate(
 
     result = _assemble(req, runs, version, warnings, top_n)
     return result.model_copy(update={"duration_s": round(time.monotonic() - t_start, 1)})
+
+
+def _check_request(tool: str, n_events: int, threads: int, db: str, base_events: int) -> None:
+    """Bad input fails before anything runs."""
+    if n_events < 1:
+        raise UsageError(
+            f"events must be at least 1 (got {n_events})",
+            hint="pass the number of sysbench events (transactions) to simulate, e.g. 300",
+        )
+    if threads < 1:
+        raise UsageError(f"threads must be at least 1 (got {threads})", hint="use --threads 1")
+    if tool not in ("cachegrind", "callgrind"):
+        raise UsageError(f"unknown valgrind tool '{tool}'", hint="use cachegrind or callgrind")
+    if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", db):
+        raise UsageError(
+            f"invalid schema name '{db}'",
+            hint="use letters, digits and '_' (at most 64), e.g. myaccel_sim",
+        )
+    if base_events < 1:
+        raise UsageError(
+            f"base_events must be at least 1 (got {base_events})",
+            hint="the cachegrind baseline run needs at least one event",
+        )
+
+
+def _require_tools(tool: str) -> str:
+    """valgrind's path, after checking that sysbench and the tool's helpers are there."""
+    valgrind = proc.require("valgrind")
+    proc.require("sysbench")
+    if tool == "callgrind":
+        proc.require("callgrind_control")
+        proc.require("callgrind_annotate")
+    else:
+        proc.require("cg_annotate")
+        proc.require("cg_diff")
+    return valgrind
+
+
+def _request_warnings(wl: str, threads: int) -> list[str]:
+    """What makes the counts of this request hard to compare."""
+    warnings: list[str] = []
+    if threads > 1:
+        warnings.append(
+            f"{threads} client threads: the events are shared between threads in a "
+            "timing-dependent way, so counts vary between runs; use 1 thread to compare"
+        )
+    if wl in WRITE_WORKLOADS:
+        warnings.append(
+            f"{wl} changes the data: a repeated simulation starts from other data; "
+            "restore a snapshot between simulations you compare"
+        )
+    return warnings
 
 
 def _restore(sandbox: Sandbox, prior: ActiveConfig, was_running: bool, say: Progress) -> None:

@@ -988,8 +988,6 @@ def cell_headline(c: CellResult, exp: Experiment) -> Headline:
 
 
 def build_content(arts: Artifacts) -> ReportContent:
-    from myaccel.report.fmt import pct
-
     exps = _experiments(arts)
     facts = arts.facts[-1].doc if arts.facts else None
     plans = [plan_view(lp, arts.journals, arts.candidate_configs) for lp in arts.plans]
@@ -997,28 +995,49 @@ def build_content(arts: Artifacts) -> ReportContent:
     runs_all = [r for e in exps for r in e.all_runs]
     profs = profile_views(arts, facts)
     builds = [build_view(b) for b in arts.builds]
+    headlines, geomean = _headlines(exps)
 
+    import datetime as dt
+
+    micro_rows, micro_labels, micro_source = microarch_rows(profs)
+    return ReportContent(
+        title=_report_title(exps, profs, builds),
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        done=_done(exps, facts, plans, journals, profs, builds),
+        headlines=headlines,
+        geomean=geomean,
+        not_applied=_not_applied(plans),
+        command=_command(exps),
+        experiments=exps,
+        plans=plans,
+        journals=journals,
+        facts=facts,
+        env=environment(facts, runs_all),
+        cpus=logical_cpus(facts, runs_all),
+        profiles=profs,
+        micro=micro_rows,
+        micro_labels=micro_labels,
+        micro_source=micro_source,
+        builds=builds,
+        warnings=validity_warnings(exps, arts, facts, plans),
+        missing=_missing(exps, facts, plans, profs, builds, runs_all),
+        sources=[str(p) for p in arts.roots],
+    )
+
+
+def _done(
+    exps: list[Experiment],
+    facts: Facts | None,
+    plans: list[PlanView],
+    journals: list[tuple[Path, JournalData, list[Change]]],
+    profs: list[ProfileView],
+    builds: list[BuildView],
+) -> list[str]:
+    """ "What was done": one line per probe, experiment (and its arms), plan, journal,
+    profile and build."""
     done: list[str] = []
-    kinds: list[str] = []
     for e in exps:
-        c = e.campaign
-        n = len(e.all_runs)
-        prof = c.profile.get("name") if c else None
-        kind = c.kind if c else "runs"
-        kinds.append(kind)
-        if e.comparison is not None:
-            done.append(
-                f"{kind}: {e.arms[0]} vs {e.arms[1]}, {n} run(s) over {len(e.cells)} cell(s)"
-                + (f", profile {prof}" if prof else "")
-                + (" (comparison computed by the report)" if e.provisional else "")
-            )
-        else:
-            done.append(
-                f"{kind}: {n} run(s) over {len(e.cells)} cell(s)"
-                + (f", profile {prof}" if prof else "")
-            )
-        if c is not None:
-            done += [f"arm {name}: {describe_arm(spec)}" for name, spec in c.arms.items()]
+        done += _experiment_done(e)
     if facts is not None:
         done.insert(0, f"probed {facts.hostname.value or 'the host'} at {facts.collected_at}")
     for pv in plans:
@@ -1041,6 +1060,34 @@ def build_content(arts: Artifacts) -> ReportContent:
             done.append(f"build of {m.label} ({m.opts}): {m.status}, install tree {m.install_dir}")
         else:
             done.append(f"build manifest {b.path.name} ({b.schema})")
+    return done
+
+
+def _experiment_done(e: Experiment) -> list[str]:
+    c = e.campaign
+    n = len(e.all_runs)
+    prof = c.profile.get("name") if c else None
+    kind = c.kind if c else "runs"
+    if e.comparison is not None:
+        line = (
+            f"{kind}: {e.arms[0]} vs {e.arms[1]}, {n} run(s) over {len(e.cells)} cell(s)"
+            + (f", profile {prof}" if prof else "")
+            + (" (comparison computed by the report)" if e.provisional else "")
+        )
+    else:
+        line = f"{kind}: {n} run(s) over {len(e.cells)} cell(s)" + (
+            f", profile {prof}" if prof else ""
+        )
+    lines = [line]
+    if c is not None:
+        lines += [f"arm {name}: {describe_arm(spec)}" for name, spec in c.arms.items()]
+    return lines
+
+
+def _headlines(exps: list[Experiment]) -> tuple[list[Headline], str | None]:
+    """One headline per compared cell, and the geometric mean of the last comparison
+    that has one."""
+    from myaccel.report.fmt import pct
 
     headlines: list[Headline] = []
     geomean = None
@@ -1055,20 +1102,35 @@ def build_content(arts: Artifacts) -> ReportContent:
                 f"Geometric mean over {len(g.cells)} cell(s): {pct(g.geomean_delta_pct)} "
                 f"(95% CI {pct(g.geomean_ci_low_pct)} to {pct(g.geomean_ci_high_pct)})"
             )
+    return headlines, geomean
 
-    not_applied = [
+
+def _not_applied(plans: list[PlanView]) -> list[tuple[str, str]]:
+    return [
         (f"{r.id} ({r.target})" if r.target != "-" else r.id, f"{r.status}: {r.why}")
         for pv in plans
         for r in pv.rows
         if r.status in ("not applied", "advisory", "failed", "pending (interrupted)")
     ]
 
-    command = None
+
+def _command(exps: list[Experiment]) -> str | None:
+    """The first recorded campaign command line, secrets redacted."""
     for e in exps:
         if e.campaign is not None and e.campaign.command:
-            command = shlex.join(redact_argv(e.campaign.command))
-            break
+            return shlex.join(redact_argv(e.campaign.command))
+    return None
 
+
+def _missing(
+    exps: list[Experiment],
+    facts: Facts | None,
+    plans: list[PlanView],
+    profs: list[ProfileView],
+    builds: list[BuildView],
+    runs_all: list[RunRecord],
+) -> list[str]:
+    """What the report cannot show, and why."""
     missing: list[str] = []
     for e in exps:
         missing += [f"{e.title}: {m}" for m in e.missing]
@@ -1100,40 +1162,17 @@ def build_content(arts: Artifacts) -> ReportContent:
                 "micro-architecture metrics normalized to a baseline need two profiles with "
                 "PMU metrics (baseline and tuned), or two valgrind simulations"
             )
+    return missing
 
-    title = "myaccel report"
+
+def _report_title(exps: list[Experiment], profs: list[ProfileView], builds: list[BuildView]) -> str:
     if any(e.campaign is not None and "accelerate" in e.campaign.command for e in exps):
-        title = "myaccel accelerate report"
-    elif kinds:
-        title = f"myaccel {kinds[0]} report"
-    elif profs:
-        title = "myaccel profile report"
-    elif builds:
-        title = "myaccel build report"
-
-    import datetime as dt
-
-    micro_rows, micro_labels, micro_source = microarch_rows(profs)
-    return ReportContent(
-        title=title,
-        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        done=done,
-        headlines=headlines,
-        geomean=geomean,
-        not_applied=not_applied,
-        command=command,
-        experiments=exps,
-        plans=plans,
-        journals=journals,
-        facts=facts,
-        env=environment(facts, runs_all),
-        cpus=logical_cpus(facts, runs_all),
-        profiles=profs,
-        micro=micro_rows,
-        micro_labels=micro_labels,
-        micro_source=micro_source,
-        builds=builds,
-        warnings=validity_warnings(exps, arts, facts, plans),
-        missing=missing,
-        sources=[str(p) for p in arts.roots],
-    )
+        return "myaccel accelerate report"
+    if exps:
+        c = exps[0].campaign
+        return f"myaccel {c.kind if c else 'runs'} report"
+    if profs:
+        return "myaccel profile report"
+    if builds:
+        return "myaccel build report"
+    return "myaccel report"

@@ -117,74 +117,15 @@ def make_plan(
     hints: Hints | None = None,
     knobs: KnobView | None = None,
 ) -> Plan:
-    if facts.schema_version != FACTS_SCHEMA:
-        raise UsageError(
-            f"facts have schema {facts.schema_version!r}, this myaccel reads {FACTS_SCHEMA!r}",
-            hint="run `myaccel probe --out facts.json` with this version",
-        )
-    if durability not in ("strict", "relaxed"):
-        raise UsageError(f"unknown durability mode '{durability}'", hint="use strict or relaxed")
-    want = list(layers or LAYERS)
-    for lay in want:
-        if lay not in LAYERS:
-            raise UsageError(f"unknown layer '{lay}'", hint="layers: " + ", ".join(LAYERS))
+    want = _check_request(facts, durability, layers)
     ctx = RuleContext(facts=facts, durability=durability, hints=hints or Hints(), knobs=knobs)
-    recs: list[Recommendation] = []
     skipped: list[Skipped] = []
     warnings: list[str] = [str(w) for w in getattr(knobs, "warnings", [])]
-    for spec in sorted(load_rules().values(), key=lambda s: (LAYERS.index(s.layer), s.order, s.id)):
-        if spec.layer not in want:
-            continue
-        try:
-            out = apply_finding_effects(spec.id, spec.fn(ctx), ctx.hints)
-        except Skip as s:
-            raised = [e.finding for e in ctx.hints.effects if e.rule == spec.id]
-            why = s.reason + (f" (raised by finding {', '.join(raised)})" if raised else "")
-            skipped.append(Skipped(id=spec.id, layer=spec.layer, reason=why))
-            continue
-        for r in out:
-            if durability != "relaxed" and (r.group == "durability" or _durability_change(r)):
-                knob = target_knob(r.target) or r.target
-                skipped.append(
-                    Skipped(
-                        id=r.id,
-                        layer=r.layer,
-                        reason=f"durability knob ({knob}): only with --durability relaxed",
-                    )
-                )
-                continue
-            recs.append(r)
-            if r.target.startswith("mysql:"):
-                ctx.proposed[r.target[len("mysql:") :]] = r.proposed
-    # One target, one value: the first rule (layer order) wins, the rest are recorded.
-    seen: dict[str, Recommendation] = {}
-    final: list[Recommendation] = []
-    for r in recs:
-        prev = seen.get(r.target)
-        if prev is not None:
-            if prev.proposed != r.proposed:
-                skipped.append(
-                    Skipped(
-                        id=r.id,
-                        layer=r.layer,
-                        reason=f"{r.target} already set to {prev.proposed} by {prev.id}",
-                    )
-                )
-            continue
-        seen[r.target] = r
-        final.append(r)
+    recs = _run_rules(ctx, want, skipped)
+    final = _one_value_per_target(recs, skipped)
     memory: MemoryBudget | None = None
     if facts.server is not None and "server" in want:
-        from myaccel.rules.server_rules import memory_budget
-
-        try:
-            memory = memory_budget(ctx)
-            if not memory.within:
-                warnings.append(
-                    f"memory sum {memory.total_bytes / 2**30:.1f} GiB exceeds the budget {memory.budget_bytes / 2**30:.1f} GiB"
-                )
-        except Skip as s:
-            warnings.append(f"memory budget not computed: {s.reason}")
+        memory = _memory_budget(ctx, warnings)
     sv = None
     if facts.server is not None:
         sv = {
@@ -207,6 +148,93 @@ def make_plan(
         memory=memory,
         warnings=warnings,
     ).sealed()
+
+
+def _check_request(facts: Facts, durability: str, layers: list[str] | None) -> list[str]:
+    """The layers to plan, after checking the facts' schema and the options."""
+    if facts.schema_version != FACTS_SCHEMA:
+        raise UsageError(
+            f"facts have schema {facts.schema_version!r}, this myaccel reads {FACTS_SCHEMA!r}",
+            hint="run `myaccel probe --out facts.json` with this version",
+        )
+    if durability not in ("strict", "relaxed"):
+        raise UsageError(f"unknown durability mode '{durability}'", hint="use strict or relaxed")
+    want = list(layers or LAYERS)
+    for lay in want:
+        if lay not in LAYERS:
+            raise UsageError(f"unknown layer '{lay}'", hint="layers: " + ", ".join(LAYERS))
+    return want
+
+
+def _run_rules(ctx: RuleContext, want: list[str], skipped: list[Skipped]) -> list[Recommendation]:
+    """Every rule of the wanted layers, in layer order; a rule's proposals are visible to
+    the rules after it (``ctx.proposed``). Skips and refused durability changes go to
+    ``skipped``."""
+    recs: list[Recommendation] = []
+    for spec in sorted(load_rules().values(), key=lambda s: (LAYERS.index(s.layer), s.order, s.id)):
+        if spec.layer not in want:
+            continue
+        try:
+            out = apply_finding_effects(spec.id, spec.fn(ctx), ctx.hints)
+        except Skip as s:
+            raised = [e.finding for e in ctx.hints.effects if e.rule == spec.id]
+            why = s.reason + (f" (raised by finding {', '.join(raised)})" if raised else "")
+            skipped.append(Skipped(id=spec.id, layer=spec.layer, reason=why))
+            continue
+        for r in out:
+            if ctx.durability != "relaxed" and (r.group == "durability" or _durability_change(r)):
+                knob = target_knob(r.target) or r.target
+                skipped.append(
+                    Skipped(
+                        id=r.id,
+                        layer=r.layer,
+                        reason=f"durability knob ({knob}): only with --durability relaxed",
+                    )
+                )
+                continue
+            recs.append(r)
+            if r.target.startswith("mysql:"):
+                ctx.proposed[r.target[len("mysql:") :]] = r.proposed
+    return recs
+
+
+def _one_value_per_target(
+    recs: list[Recommendation], skipped: list[Skipped]
+) -> list[Recommendation]:
+    """One target, one value: the first rule (layer order) wins, the rest are recorded."""
+    seen: dict[str, Recommendation] = {}
+    final: list[Recommendation] = []
+    for r in recs:
+        prev = seen.get(r.target)
+        if prev is not None:
+            if prev.proposed != r.proposed:
+                skipped.append(
+                    Skipped(
+                        id=r.id,
+                        layer=r.layer,
+                        reason=f"{r.target} already set to {prev.proposed} by {prev.id}",
+                    )
+                )
+            continue
+        seen[r.target] = r
+        final.append(r)
+    return final
+
+
+def _memory_budget(ctx: RuleContext, warnings: list[str]) -> MemoryBudget | None:
+    """The memory sum of the proposed server; a warning when it exceeds the budget."""
+    from myaccel.rules.server_rules import memory_budget
+
+    try:
+        memory = memory_budget(ctx)
+    except Skip as s:
+        warnings.append(f"memory budget not computed: {s.reason}")
+        return None
+    if not memory.within:
+        warnings.append(
+            f"memory sum {memory.total_bytes / 2**30:.1f} GiB exceeds the budget {memory.budget_bytes / 2**30:.1f} GiB"
+        )
+    return memory
 
 
 def _durability_change(r: Recommendation) -> bool:
