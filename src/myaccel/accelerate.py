@@ -11,6 +11,7 @@ from pathlib import Path
 
 from myaccel.bench.compare import Comparison, format_markdown
 from myaccel.model import Facts
+from myaccel.redact import redact_command
 from myaccel.rules.model import Plan, Recommendation
 
 
@@ -133,5 +134,5 @@ def report_markdown(
         )
     if f.binary is not None and f.binary.atomics.value is not None:
         out.append(f"- Binary atomics: {f.binary.atomics.value.klass}")
-    out += ["", "Reproduce:", "", f"    {command}", ""]
+    out += ["", "Reproduce:", "", f"    {redact_command(command)}", ""]
     return "\n".join(out)

@@ -80,20 +80,22 @@ def test_rejected_value_rolls_back_automatically(sb: Sandbox, tmp_path: Path) ->
     plan = make_plan(tmp_path, "apply")
     doc = json.loads(plan.read_text())
     bad = dict(doc["recommendations"][0])
+    # valid for the catalog (apply's guard lets it through), but no memory for it at startup
     bad.update(
         id="test-bad-value",
-        target="mysql:thread_handling",
-        current="one-thread-per-connection",
-        proposed="bogus-value",
+        target="mysql:innodb_buffer_pool_size",
+        current=None,
+        proposed="64T",
         risk="restart",
     )
+    pool = var(sb, "innodb_buffer_pool_size")
     doc["recommendations"] = [bad]
     plan.write_text(json.dumps(doc))
     code, _, err = run(["apply", str(plan), "--sandbox", "apply", "--yes"])
     assert code != 0
     assert "did not come back healthy" in err and "rolled back" in err
     assert sb.is_running()
-    assert var(sb, "thread_handling") == "one-thread-per-connection"
+    assert var(sb, "innodb_buffer_pool_size") == pool
     assert not (sb.dir / "conf.d" / "99-myaccel.cnf").exists()
 
 

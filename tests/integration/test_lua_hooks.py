@@ -16,6 +16,7 @@ import pytest
 
 from myaccel import proc
 from myaccel.bench.records import FailureKind
+from myaccel.bench.runner import password_file
 from myaccel.bench.sysbench_output import LUA_WRAPPER, MYACCEL_PREFIX, parse_output
 
 if TYPE_CHECKING:
@@ -48,27 +49,28 @@ def hook_db(sandbox_server: Sandbox, sysbench: str) -> Iterator[list[str]]:
         f"--mysql-user={params.user}",
         f"--mysql-db={HOOK_DB}",
     ]
-    if params.password:
-        conn.append(f"--mysql-password={params.password}")
-    prepared = proc.run(
-        [
-            sysbench,
-            str(LUA_WRAPPER),
-            "--myaccel-workload=oltp_read_only",
-            *conn,
-            "--tables=2",
-            "--table-size=1000",
-            "prepare",
-        ],
-        timeout_s=120,
-    )
-    out = parse_output(prepared.stdout + prepared.stderr, exit_code=prepared.returncode)
-    assert out.failure is FailureKind.OK, (out.failure_reasons, prepared.stdout)
-    assert out.tables_created == ("sbtest1", "sbtest2")
-    try:
-        yield conn
-    finally:
-        sandbox_server.query(f"DROP DATABASE IF EXISTS `{HOOK_DB}`")
+    # the password through a private 0600 file (never on sysbench's command line)
+    with password_file(params.password) as secret:
+        conn += secret
+        prepared = proc.run(
+            [
+                sysbench,
+                str(LUA_WRAPPER),
+                "--myaccel-workload=oltp_read_only",
+                *conn,
+                "--tables=2",
+                "--table-size=1000",
+                "prepare",
+            ],
+            timeout_s=120,
+        )
+        out = parse_output(prepared.stdout + prepared.stderr, exit_code=prepared.returncode)
+        assert out.failure is FailureKind.OK, (out.failure_reasons, prepared.stdout)
+        assert out.tables_created == ("sbtest1", "sbtest2")
+        try:
+            yield conn
+        finally:
+            sandbox_server.query(f"DROP DATABASE IF EXISTS `{HOOK_DB}`")
 
 
 COMMON = [

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from myaccel.actions.crashpoint import crash_point
 from myaccel.actions.errors import ApplyError, JournalError, RollbackIncomplete, UnfinishedJournal
 from myaccel.actions.files import FileState, restore_file
 from myaccel.actions.journal import (
@@ -40,7 +41,14 @@ log = logging.getLogger(__name__)
 # Test hook: called as hook(point, entry_index) at "journaled" (entry saved as pending, no
 # change yet), "changed" (change made, entry still pending), "applied" (entry marked) and,
 # during rollback, "reverted". Raising SimulatedCrash from it simulates a crash there.
+# The same points are crash points for subprocess tests (MYACCEL_CRASH_AT, see crashpoint).
 Hook = Callable[[str, int], None]
+
+
+def _at(hook: Hook | None, point: str, index: int) -> None:
+    crash_point(point, index)
+    if hook is not None:
+        hook(point, index)
 
 
 class SimulatedCrash(BaseException):
@@ -117,7 +125,9 @@ def _require_root(needs_root: bool, what: str) -> None:
     if needs_root and os.geteuid() != 0:
         raise ApplyError(
             f"{what} changes system settings and needs root",
-            hint="run it with sudo, or limit it to server settings (--layers server)",
+            hint="run it with sudo, or limit it to server settings (--layers server)"
+            if what == "apply"
+            else "run it with sudo (the journal records system settings)",
         )
 
 
@@ -128,12 +138,21 @@ def apply_changes(
     dry_run: bool = False,
     plan_id: str | None = None,
     facts_digest: str | None = None,
+    server: dict[str, object] | None = None,
     crash_after: int | None = None,
     hook: Hook | None = None,
     rollback_on_error: bool = True,
+    keep_open: bool = False,
     clock: Clock = utc_now,
 ) -> ApplyResult:
     """Apply ``(setting, desired)`` pairs with a journal; ``dry_run`` only plans.
+
+    ``server`` (``ServerHandle.describe()``) is recorded in the journal before the first
+    change, so that a rollback after a crash can reach, stop and start the server.
+
+    ``keep_open`` leaves the journal ``open`` after the last entry, for a caller that still
+    has work to do before the apply counts as done (a server restart and health check); it
+    then calls ``finish_journal``. A crash in between leaves an unfinished journal.
 
     ``crash_after=k`` (tests) raises ``SimulatedCrash`` right after the k-th change (1-based)
     was made and before its entry is marked applied: the worst moment for a crash.
@@ -164,7 +183,9 @@ def apply_changes(
             return ApplyResult(
                 status="unchanged", changes=[], unchanged=unchanged, warnings=warnings
             )
-        journal = Journal.create(jdir, plan_id=plan_id, facts_digest=facts_digest, clock=clock)
+        journal = Journal.create(
+            jdir, plan_id=plan_id, facts_digest=facts_digest, server=server, clock=clock
+        )
         log.info("journal %s", journal.path)
         by_index: dict[int, Setting] = {}
         for n, (setting, desired, _change) in enumerate(planned, start=1):
@@ -180,17 +201,14 @@ def apply_changes(
                 )
                 index = entry.index
                 by_index[index] = setting
-                if hook is not None:
-                    hook("journaled", index)
+                _at(hook, "journaled", index)
                 setting.apply(desired)
-                if hook is not None:
-                    hook("changed", index)
+                _at(hook, "changed", index)
                 if crash_after is not None and n == crash_after:
                     raise SimulatedCrash(f"simulated crash after entry {n}")
                 actual = setting.read()
                 journal.mark(index, "applied", read_back=actual)
-                if hook is not None:
-                    hook("applied", index)
+                _at(hook, "applied", index)
                 if not setting.matches(actual, desired):
                     warnings.append(
                         f"{setting.target}: asked for {desired}, reads back {actual} "
@@ -198,7 +216,8 @@ def apply_changes(
                     )
             except Exception as exc:
                 _fail(journal, index, setting, exc, by_index, rollback_on_error)
-        journal.set_status("applied")
+        if not keep_open:
+            journal.set_status("applied")
     return ApplyResult(
         status="applied",
         journal_path=str(journal.path),
@@ -207,6 +226,22 @@ def apply_changes(
         unchanged=unchanged,
         warnings=warnings,
     )
+
+
+def finish_journal(path: Path) -> None:
+    """Mark a journal that ``apply_changes(keep_open=True)`` left open as applied."""
+    with journal_lock(path.parent):
+        journal = Journal.load(path)
+        if journal.status == "open":
+            journal.set_status("applied")
+
+
+def finish_rollback(path: Path) -> None:
+    """Mark a journal whose entries ``rollback(finish=False)`` reverted as rolled back."""
+    with journal_lock(path.parent):
+        journal = Journal.load(path, verify_checksum=False)
+        if all(e.state == "reverted" for e in journal.entries):
+            journal.set_status("rolled-back")
 
 
 def _describe(exc: BaseException) -> str:
@@ -252,7 +287,10 @@ def _fail(
 
 
 def _revert_journal(
-    journal: Journal, resolve: Callable[[JournalEntry], Setting], hook: Hook | None
+    journal: Journal,
+    resolve: Callable[[JournalEntry], Setting],
+    hook: Hook | None,
+    finish: bool = True,
 ) -> tuple[list[str], list[str]]:
     """Revert every entry not yet reverted, newest first; then put each file back to the
     bytes recorded by its earliest entry (this also repairs files after a retry that
@@ -275,18 +313,8 @@ def _revert_journal(
             continue
         journal.mark(entry.index, "reverted")
         reverted.append(entry.target)
-        if hook is not None:
-            hook("reverted", entry.index)
-    earliest: dict[tuple[str, str], FileState] = {}
-    for entry in journal.entries:
-        root = str(entry.spec.get("root", "/"))
-        for state in entry.old.files:
-            earliest.setdefault((root, state.path), state)
-    for (root, path), state in earliest.items():
-        try:
-            restore_file(Path(root), state)
-        except (MyaccelError, OSError) as exc:
-            errors.append(f"{path}: {_describe(exc)}")
+        _at(hook, "reverted", entry.index)
+    errors += restore_recorded_files(journal)
     if errors:
         journal.set_status("failed", error="rollback incomplete: " + "; ".join(errors))
         raise RollbackIncomplete(
@@ -295,8 +323,28 @@ def _revert_journal(
             "(it resumes where it stopped)",
             context={"journal": str(journal.path)},
         )
-    journal.set_status("rolled-back")
+    if finish:
+        journal.set_status("rolled-back")
     return reverted, already
+
+
+def restore_recorded_files(journal: Journal, kinds: tuple[str, ...] | None = None) -> list[str]:
+    """Put every file the journal recorded back to the bytes of its earliest entry
+    (idempotent); ``kinds`` limits it to entries of those kinds. Returns the errors."""
+    errors: list[str] = []
+    earliest: dict[tuple[str, str], FileState] = {}
+    for entry in journal.entries:
+        if kinds is not None and entry.kind not in kinds:
+            continue
+        root = str(entry.spec.get("root", "/"))
+        for state in entry.old.files:
+            earliest.setdefault((root, state.path), state)
+    for (root, path), state in earliest.items():
+        try:
+            restore_file(Path(root), state)
+        except (MyaccelError, OSError) as exc:
+            errors.append(f"{path}: {_describe(exc)}")
+    return errors
 
 
 def _pick_journal(jdir: Path, journal_path: Path | None) -> tuple[Path, list[Path]]:
@@ -320,11 +368,19 @@ def rollback(
     force: bool = False,
     ignore_checksum: bool = False,
     hook: Hook | None = None,
+    before_revert: Callable[[Journal], None] | None = None,
+    finish: bool = True,
     clock: Clock = utc_now,
 ) -> RollbackResult:
     """Undo a journal (the newest one still in effect when ``journal_path`` is None),
     newest entry first. Completes an unfinished journal after a crash; running it again
     on a rolled-back journal changes nothing.
+
+    ``before_revert(journal)`` runs under the journal lock once the journal is loaded and
+    checked, before anything is reverted (the CLI starts a stopped server there).
+    ``finish=False`` reverts every entry but leaves the journal's status as it was, for a
+    caller that must still restart the server (then ``finish_rollback``): a crash before
+    that restart leaves the journal in effect, and the next rollback restarts.
 
     Refuses (unless ``force``) a journal from another host, or one that a newer journal
     still in effect was applied on top of.
@@ -352,6 +408,8 @@ def rollback(
                     hint="roll back the newer journal first (`myaccel rollback` takes the "
                     "newest), or pass --force",
                 )
+        if before_revert is not None:
+            before_revert(journal)
         pending = [e for e in journal.entries if e.state != "reverted"]
         settings = {
             e.index: setting_from_spec(e.kind, e.spec, connect=connect, runner=runner)
@@ -364,7 +422,9 @@ def rollback(
                 f"journal {journal.id} was {journal.status}: reverting its applied and pending "
                 "entries to their recorded old state"
             )
-        reverted, already = _revert_journal(journal, lambda e: settings[e.index], hook)
+        reverted, already = _revert_journal(
+            journal, lambda e: settings[e.index], hook, finish=finish
+        )
     return RollbackResult(
         status="rolled-back",
         journal_path=str(path),
@@ -421,8 +481,11 @@ __all__ = [
     "RollbackResult",
     "SimulatedCrash",
     "apply_changes",
+    "finish_journal",
+    "finish_rollback",
     "needs_root",
     "plan_changes",
+    "restore_recorded_files",
     "rollback",
     "verify",
     "verify_journal",

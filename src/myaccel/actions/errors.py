@@ -6,26 +6,27 @@ renders them like every other ``MyaccelError``.
 
 from __future__ import annotations
 
-from myaccel.errors import MyaccelError
+from myaccel.errors import ExitCode, MyaccelError
 
 
 class ApplyError(MyaccelError):
     """A change could not be made (or read back); the context names the journal."""
 
-    exit_code = 6
+    exit_code = ExitCode.APPLY_FAILED
     code = "apply"
 
 
 class JournalError(MyaccelError):
     """A journal cannot be used as asked (missing, another host, a newer one in effect)."""
 
-    exit_code = 6
+    exit_code = ExitCode.APPLY_FAILED
     code = "journal"
 
 
 class JournalCorrupt(JournalError):
     """A journal's checksum or structure does not match: it was edited or damaged."""
 
+    exit_code = ExitCode.DATA_ERROR
     code = "journal-corrupt"
 
 

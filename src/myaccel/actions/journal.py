@@ -9,6 +9,11 @@ sequence number and the UTC start time) (schema
              rebuild it for rollback in another process), the old state (value, and for
              files the old bytes in base64 with mode, owner and "did not exist"), the new
              value, state pending -> applied -> reverted (or failed) and timestamps.
+    server   how rollback reaches, stops and starts the server (``ServerHandle.describe()``:
+             sandbox name and home, socket/host/port/user but never a password, systemd unit,
+             option-file directory), recorded when the journal is created, before the first
+             change; None for journals without server changes (and for journals written
+             before this field existed, whose handle is in ``journals/servers/<id>.json``).
     checksum "sha256:<hex>" over the canonical JSON of everything else.
 
 Write-ahead: an entry is saved (temporary file, fsync, rename, fsync of the directory)
@@ -35,6 +40,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from myaccel import __version__
+from myaccel.actions.crashpoint import crash_point
 from myaccel.actions.errors import Busy, JournalCorrupt, JournalError
 from myaccel.actions.files import FileState, fsync_dir
 from myaccel.paths import myaccel_home
@@ -103,6 +109,7 @@ class JournalData(BaseModel):
     facts_digest: str | None = None
     status: JournalStatus = "open"
     error: str | None = None
+    server: dict[str, Any] | None = None  # how to reach/stop/start the server; no password
     entries: list[JournalEntry] = Field(default_factory=list)
     checksum: str = ""
 
@@ -115,25 +122,46 @@ def canonical_checksum(doc: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+_WRITES = [0]  # durable journal writes by this process (for the journal-write crash point)
+
+
 def write_json_durably(path: Path, doc: dict[str, Any]) -> None:
+    """Temporary sibling, fsync, rename, fsync of the directory; the temporary is removed
+    when any step fails (a full disk leaves the old file and no stray ``.tmp``)."""
     tmp = path.with_name(f".{path.name}.tmp")
     data = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     fsync_dir(path.parent)
+    _WRITES[0] += 1
+    crash_point("journal-write", _WRITES[0])
 
 
 def _ensure_journal_dir(journal_dir: Path) -> None:
     if not journal_dir.is_dir():
         journal_dir.mkdir(parents=True, mode=0o700)
         fsync_dir(journal_dir.parent)
+
+
+def _remove_stray_temporaries(journal_dir: Path) -> None:
+    """A crash between a journal write's temporary file and its rename leaves
+    ``.<id>.json.tmp``; the journal itself still holds the previous, complete version.
+    Called with the lock held, so no writer is running."""
+    for p in journal_dir.glob(".*.json.tmp"):
+        with contextlib.suppress(OSError):
+            p.unlink()
 
 
 @contextlib.contextmanager
@@ -150,6 +178,7 @@ def journal_lock(journal_dir: Path) -> Iterator[None]:
                 "another myaccel apply or rollback is running",
                 hint=f"wait for it to finish (lock: {lock})",
             ) from exc
+        _remove_stray_temporaries(journal_dir)
         yield
     finally:
         os.close(fd)
@@ -177,8 +206,11 @@ class Journal:
         *,
         plan_id: str | None = None,
         facts_digest: str | None = None,
+        server: dict[str, Any] | None = None,
         clock: Clock = utc_now,
     ) -> Journal:
+        """A new ``open`` journal, durable when this returns; ``server`` (see the module
+        docstring) is recorded before any change is made."""
         _ensure_journal_dir(journal_dir)
         now = clock()
         # A sequence number first: journals sort in apply order even if the clock jumps.
@@ -192,6 +224,7 @@ class Journal:
             updated_at=_iso(now),
             plan_id=plan_id,
             facts_digest=facts_digest,
+            server=server,
         )
         journal = cls(journal_dir / f"{jid}.json", data, clock)
         journal.save()
@@ -206,6 +239,11 @@ class Journal:
             raise JournalError(
                 f"journal {path} does not exist",
                 hint="list journals with `myaccel rollback --list`",
+            ) from exc
+        except OSError as exc:
+            raise JournalError(
+                f"cannot read journal {path}: {exc.strerror or exc}",
+                hint="check its permissions (run as the user who applied it)",
             ) from exc
         try:
             doc = json.loads(raw)
@@ -265,6 +303,15 @@ class Journal:
             return None
         status = doc.get("status") if isinstance(doc, dict) else None
         return status if isinstance(status, str) else None
+
+    @classmethod
+    def checked_status(cls, path: Path) -> str:
+        """The status of a journal that loads and passes its checksum, else ``corrupt``
+        (what `rollback --list` shows: a damaged journal is never reported as applied)."""
+        try:
+            return cls.load(path).status
+        except JournalError:
+            return "corrupt"
 
     @classmethod
     def find_unfinished(cls, journal_dir: Path) -> list[Path]:

@@ -6,14 +6,28 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from myaccel import proc
-from myaccel.actions.errors import ApplyError
-from myaccel.actions.settings import Setting, expand_target, setting_for, values_equal
+from myaccel.actions.applier import plan_changes
+from myaccel.actions.crashpoint import armed, crash_point, kill_self
+from myaccel.actions.errors import ApplyError, JournalCorrupt
+from myaccel.actions.files import host_path
+from myaccel.actions.journal import Journal, write_json_durably
+from myaccel.actions.settings import (
+    Change,
+    OptionFileSetting,
+    Setting,
+    expand_target,
+    setting_for,
+    values_equal,
+)
 from myaccel.errors import MyaccelError
 from myaccel.rules.model import Plan, Recommendation
 from myaccel.server.connection import ConnectParams, connect, query_rows
@@ -32,6 +46,8 @@ class ServerHandle:
     sandbox_name: str | None = None
     unit: str | None = None
     home: str | None = None
+    # why conf_dir is None (shown when restart-only knobs are skipped)
+    conf_dir_reason: str | None = None
 
     @property
     def managed_file(self) -> Path | None:
@@ -60,65 +76,172 @@ class ServerHandle:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ServerHandle:
+    def from_dict(cls, d: Any, where: str = "the journal") -> ServerHandle:
+        """Rebuild a handle from ``describe()``; anything malformed is ``JournalCorrupt``."""
+        try:
+            return cls._from_dict(d)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise JournalCorrupt(
+                f"the server record in {where} is malformed ({type(exc).__name__}: {exc})",
+                hint="it was edited or damaged; pass the server options (--sandbox NAME, or "
+                "-S/-h/-P/-u) to `myaccel rollback` to say which server to use",
+                context={"file": where},
+            ) from exc
+
+    @classmethod
+    def _from_dict(cls, d: Any) -> ServerHandle:
+        if not isinstance(d, dict):
+            raise TypeError("not a JSON object")
         if d.get("kind") == "sandbox":
-            return sandbox_handle(str(d["sandbox"]), home=d.get("home"))
+            name = d["sandbox"]
+            home = d.get("home")
+            if not isinstance(name, str) or not (home is None or isinstance(home, str)):
+                raise TypeError("sandbox and home must be strings")
+            return sandbox_handle(name, home=home, create=False)
         c = d.get("connection")
-        params = (
-            ConnectParams(
-                host=c.get("host"),
+        params = None
+        if c is not None:
+            if not isinstance(c, dict):
+                raise TypeError("connection is not an object")
+            params = ConnectParams(
+                host=_opt_str(c.get("host")),
                 port=int(c.get("port") or 3306),
-                socket=c.get("socket"),
-                user=str(c.get("user")),
+                socket=_opt_str(c.get("socket")),
+                user=str(c.get("user") or "root"),
                 password=None,
             )
-            if isinstance(c, dict)
-            else None
-        )
         return cls(
             kind=str(d.get("kind", "none")),
             params=params,
-            conf_dir=Path(d["conf_dir"]) if d.get("conf_dir") else None,
-            unit=d.get("unit"),
+            conf_dir=Path(str(d["conf_dir"])) if d.get("conf_dir") else None,
+            unit=_opt_str(d.get("unit")),
         )
 
-    def restart(self, log: Callable[[str], None]) -> None:
-        if self.kind == "sandbox":
-            from myaccel.server.sandbox import Sandbox
+    # ------------------------------------------------------------ restart phases
 
-            sb = Sandbox.load(str(self.sandbox_name), home=Path(self.home) if self.home else None)
-            sb.stop()
+    def _sandbox(self) -> Any:
+        from myaccel.server.sandbox import Sandbox
+
+        return Sandbox.load(str(self.sandbox_name), home=Path(self.home) if self.home else None)
+
+    def restart(self, log: Callable[[str], None]) -> None:
+        """Stop, then start with the managed option file. Each phase is a crash point
+        (restart-stop, restart-down, restart-start; see ``crashpoint``)."""
+        if self.kind == "sandbox":
+            sb = self._sandbox()
+            if armed("restart-stop"):
+                pid = sb.pid
+                if pid is not None:  # shutdown requested, the server is still going down
+                    os.kill(pid, signal.SIGTERM)
+                kill_self()
+            log(sb.stop())
+            crash_point("restart-down")
+            if armed("restart-start"):
+                _kill_self_when(sb.is_running)
             mf = self.managed_file
             sb.start(config=mf if mf is not None and mf.exists() else None, progress=log)
         elif self.kind == "systemd" and self.unit:
             log(f"restarting {self.unit}")
-            r = proc.run(["systemctl", "restart", self.unit], timeout_s=600)
-            if not r.ok:
-                raise ApplyError(
-                    f"systemctl restart {self.unit} failed: {r.stderr.strip()[:200]}",
-                    hint=f"see journalctl -u {self.unit}",
-                )
+            crash_point("restart-stop")
+            self._systemctl("stop")
+            crash_point("restart-down")
+            self._systemctl("start")
+            crash_point("restart-start")
         else:
             raise ApplyError(
                 "restart-only settings changed but myaccel does not know how to restart this server",
                 hint="pass --server-unit UNIT (systemd) or use --sandbox; or restart it yourself and run `myaccel verify`",
             )
 
+    def _systemctl(self, verb: str) -> None:
+        r = proc.run(["systemctl", verb, str(self.unit)], timeout_s=600)
+        if not r.ok:
+            raise ApplyError(
+                f"systemctl {verb} {self.unit} failed: {r.stderr.strip()[:200]}",
+                hint=f"see journalctl -u {self.unit}",
+            )
+
+    def reachable(self) -> bool:
+        if self.params is None:
+            return False
+        try:
+            conn = connect(self.params)
+        except MyaccelError:
+            return False
+        conn.close()
+        return True
+
+    def startable(self) -> bool:
+        """Whether myaccel knows how to start this server (a sandbox or a systemd unit)."""
+        return self.kind == "sandbox" or (self.kind == "systemd" and bool(self.unit))
+
+    def wait_reachable(self, timeout_s: float = 60.0) -> bool:
+        """Wait for a server that is starting (a crash may have left one half way up)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.reachable():
+                return True
+            if self.kind == "sandbox" and not self._sandbox().is_running():
+                return False
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+
+    def start(self, log: Callable[[str], None]) -> None:
+        """Start a stopped server with the option files as they are now."""
+        if self.kind == "sandbox":
+            mf = self.managed_file
+            res = self._sandbox().start(
+                config=mf if mf is not None and mf.exists() else None, progress=log
+            )
+            log(res.message)
+        elif self.kind == "systemd" and self.unit:
+            log(f"starting {self.unit}")
+            self._systemctl("start")
+        else:
+            raise ApplyError(
+                "the server is not reachable and myaccel does not know how to start it",
+                hint="start it yourself, then run `myaccel rollback` again",
+            )
+
     def error_log_errors(self) -> list[str]:
         if self.kind != "sandbox":
             return []
-        from myaccel.server.sandbox import Sandbox
-
-        sb = Sandbox.load(str(self.sandbox_name), home=Path(self.home) if self.home else None)
-        return [ln for ln in sb.error_log_tail(200) if "[ERROR]" in ln][-3:]
+        lines: list[str] = self._sandbox().error_log_tail(200)
+        return [ln for ln in lines if "[ERROR]" in ln][-3:]
 
 
-def sandbox_handle(name: str, home: str | None = None) -> ServerHandle:
+def _opt_str(v: Any) -> str | None:
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise TypeError(f"{v!r} is not a string")
+    return v
+
+
+def _kill_self_when(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    """Crash-point helper: SIGKILL this process as soon as ``condition()`` holds (polled in
+    a daemon thread), e.g. once the server was spawned but before it is ready."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if condition():
+                kill_self()
+            time.sleep(0.01)
+
+    threading.Thread(target=watch, name="crash-point", daemon=True).start()
+
+
+def sandbox_handle(name: str, home: str | None = None, *, create: bool = False) -> ServerHandle:
+    """The handle of a sandbox; its managed option file lives in ``<sandbox>/conf.d``
+    (passed as --config at start). ``create`` makes that directory (apply does, right
+    before its journal; a dry run never does)."""
     from myaccel.server.sandbox import Sandbox
 
     sb = Sandbox.load(name, home=Path(home) if home else None)
-    # The sandbox's own directory for the managed option file (passed as --config at start).
-    (sb.dir / "conf.d").mkdir(exist_ok=True)
+    if create:
+        (sb.dir / "conf.d").mkdir(exist_ok=True)
     return ServerHandle(
         kind="sandbox",
         params=sb.connect_params(),
@@ -169,9 +292,8 @@ def build_changes(
                 if r.risk != "online":
                     out.restart_needed = True
             elif r.risk != "online":
-                out.skipped.append(
-                    (r, "needs a restart and no option-file directory is known (--conf-dir)")
-                )
+                why = handle.conf_dir_reason or "no option-file directory is known"
+                out.skipped.append((r, f"needs a restart and {why} (pass --conf-dir DIR)"))
                 continue
             for t in targets:
                 out.changes.append(
@@ -235,13 +357,69 @@ def _handle_path(journal_path: Path) -> Path:
 
 
 def save_handle(journal_path: Path, handle: ServerHandle) -> None:
+    """Write the handle beside a journal (what journals without a ``server`` record
+    used); kept for callers that record the server after apply."""
     p = _handle_path(journal_path)
     p.parent.mkdir(mode=0o700, exist_ok=True)
-    p.write_text(json.dumps(handle.describe()))
+    write_json_durably(p, handle.describe())
 
 
-def load_handle(journal_path: Path) -> ServerHandle | None:
+def load_handle(journal_path: Path, journal: Journal | None = None) -> ServerHandle | None:
+    """The server a journal was applied to: its ``server`` record, else (journals written
+    before that record existed) ``servers/<id>.json`` beside it. A malformed record or
+    file raises ``JournalCorrupt``; None when neither exists."""
+    if journal is not None and journal.data.server is not None:
+        return ServerHandle.from_dict(journal.data.server, str(journal_path))
     p = _handle_path(journal_path)
-    if not p.exists():
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
         return None
-    return ServerHandle.from_dict(json.loads(p.read_text()))
+    except OSError as exc:
+        raise JournalCorrupt(
+            f"cannot read {p}: {exc.strerror or exc}",
+            hint="check its permissions, or pass the server options to `myaccel rollback`",
+        ) from exc
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise JournalCorrupt(
+            f"{p} is not valid JSON: {exc}",
+            hint="it was damaged; pass the server options (--sandbox NAME, or -S/-h/-P/-u) to "
+            "`myaccel rollback` to say which server to use",
+            context={"file": str(p)},
+        ) from exc
+    return ServerHandle.from_dict(doc, str(p))
+
+
+def preview_changes(
+    changes: list[tuple[Setting, str]], new_dirs: tuple[Path, ...] = ()
+) -> tuple[list[tuple[Setting, str, Change]], list[str]]:
+    """``plan_changes`` for display, when option files would go into a directory that
+    apply creates first (``new_dirs``, e.g. a sandbox's conf.d) and that does not exist yet:
+    those settings are shown as writing a new file instead of failing to plan. Creates
+    nothing (the dry-run path)."""
+    missing = {str(d) for d in new_dirs if not d.is_dir()}
+
+    def deferred(s: Setting) -> bool:
+        return isinstance(s, OptionFileSetting) and str(host_path(s.root, s.conf_dir)) in missing
+
+    planned, unchanged = plan_changes([(s, v) for s, v in changes if not deferred(s)])
+    by_setting = {id(s): (s, d, c) for s, d, c in planned}
+    out: list[tuple[Setting, str, Change]] = []
+    for s, v in changes:
+        if deferred(s):
+            assert isinstance(s, OptionFileSetting)
+            ch = Change(
+                target=s.target,
+                kind=s.kind,
+                current=None,
+                desired=v.strip(),
+                needs_root=s.needs_root,
+                writes=(s.path,),
+                takes_effect="server restart",
+            )
+            out.append((s, ch.desired, ch))
+        elif id(s) in by_setting:
+            out.append(by_setting[id(s)])
+    return out, unchanged

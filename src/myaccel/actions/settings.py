@@ -805,7 +805,7 @@ class ServerVariableSetting(Setting):
         if code == 1193:
             return UsageError(
                 f"the server has no variable {self.name}",
-                hint="it may not exist in this flavor or version (see `myaccel knobs`)",
+                hint="it may not exist in this flavor or version: make the plan again on this server (myaccel plan)",
             )
         if code in (1227, 1044, 1045, 1142):
             return ApplyError(

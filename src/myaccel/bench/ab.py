@@ -14,7 +14,7 @@ from myaccel import proc
 from myaccel.bench.campaign import BenchContext, measure_run
 from myaccel.bench.profiles import WRITE_WORKLOADS, Profile
 from myaccel.bench.run_record import RunRecord
-from myaccel.bench.runner import RunSpec, connection_args
+from myaccel.bench.runner import RunSpec, connection_args, run_sysbench
 from myaccel.errors import UsageError
 from myaccel.server.sandbox import Sandbox
 
@@ -72,17 +72,18 @@ def prewarm(sb: Sandbox, prof: Profile) -> None:
     """Load the dataset into the buffer pool after a restart (sysbench's prewarm command),
     so that both arms start every visit from a warm cache."""
     sysbench = proc.require("sysbench")
+    target = sb.bench_params(tcp=False)
     argv = [
         sysbench,
         "oltp_common",
-        *connection_args(sb.bench_params(tcp=False)),
+        *connection_args(target),
         "--mysql-db=sbtest",
         f"--tables={prof.tables}",
         f"--table-size={prof.table_size}",
         f"--threads={min(prof.tables, 2)}",
         "prewarm",
     ]
-    proc.run(argv, timeout_s=600)
+    run_sysbench(argv, target.password, timeout_s=600)
 
 
 @dataclass

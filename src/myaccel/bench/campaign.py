@@ -23,6 +23,7 @@ from myaccel.bench.run_record import (
     Validity,
     config_digest,
     write_json_atomic,
+    write_private,
 )
 from myaccel.bench.runner import (
     ProgressFn,
@@ -35,7 +36,7 @@ from myaccel.bench.runner import (
     run_argv,
 )
 from myaccel.bench.sysbench_output import parse_output
-from myaccel.errors import MyaccelError, UsageError
+from myaccel.errors import MyaccelError, UsageError, validation_summary
 from myaccel.server.connection import ConnectParams, connect, query_rows
 
 EventFn = Callable[[str], None]
@@ -132,14 +133,20 @@ def measure_run(
     s0 = process_cpu_s(ctx.server_pid)
     h0 = resource.getrusage(resource.RUSAGE_SELF)
     argv, env = run_argv(spec, ctx.target)
-    raw = execute(argv, env, timeout_s=spec.total_s + 120, on_report=ctx.on_report)
+    raw = execute(
+        argv,
+        env,
+        timeout_s=spec.total_s + 120,
+        on_report=ctx.on_report,
+        password=ctx.target.password,
+    )
     h1 = resource.getrusage(resource.RUSAGE_SELF)
     s1 = process_cpu_s(ctx.server_pid)
     c1 = innodb_counters(ctx.admin)
     parsed = parse_output(raw.output, exit_code=raw.exit_code)
 
     out_file = ctx.out_dir / f"run-{index:03d}.out"
-    out_file.write_text(raw.output)
+    write_private(out_file, raw.output)
 
     summary: RunSummary | None = None
     s = parsed.summary
@@ -312,7 +319,13 @@ def load_runs(path: Path) -> list[RunRecord]:
                 f"'{f}' has schema {schema!r}, expected myaccel.run/1",
                 hint="pass files written by `myaccel bench` or `myaccel ab` of this version",
             )
-        runs.append(RunRecord.model_validate(doc))
+        try:
+            runs.append(RunRecord.model_validate(doc))
+        except ValueError as exc:  # pydantic's ValidationError: name the file and the field
+            raise UsageError(
+                f"'{f}' is not a valid run record: {validation_summary(exc)}",
+                hint="pass files written by `myaccel bench` or `myaccel ab` of this version",
+            ) from None
     if not runs:
         raise UsageError(
             f"no runs found in '{path}'",

@@ -102,6 +102,12 @@ def compare_runs(
             hint="compare runs of one host, server version and dataset, or pass --force to do it anyway",
         )
     warnings = [f"forced: {p}" for p in probs]
+    shared = {r.run_id for r in baseline} & {r.run_id for r in candidate}
+    if shared:
+        warnings.append(
+            f"both sides hold the same {len(shared)} run(s) (one directory compared with itself?): "
+            "identical data, not a measurement of any difference"
+        )
     cells: dict[tuple[str, int], tuple[list[RunRecord], list[RunRecord]]] = {}
     for r in baseline:
         cells.setdefault((r.workload, r.threads), ([], []))[0].append(r)

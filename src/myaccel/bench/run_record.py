@@ -9,9 +9,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from myaccel.model import Frozen
+from myaccel.redact import redact_argv
 
 RUN_SCHEMA = "myaccel.run/1"
 CAMPAIGN_SCHEMA = "myaccel.campaign/1"
@@ -148,6 +149,11 @@ class RunRecord(Frozen):
     harness_cpu_s: float | None = None
     output_file: str | None = None
 
+    @field_validator("command")
+    @classmethod
+    def _redacted(cls, v: list[str]) -> list[str]:
+        return redact_argv(v)  # written and read: also older files lose their passwords
+
 
 class CampaignIndex(Frozen):
     schema_version: str = CAMPAIGN_SCHEMA
@@ -161,11 +167,41 @@ class CampaignIndex(Frozen):
     finished: bool = False
     notes: list[str] = Field(default_factory=list)
 
+    @field_validator("command")
+    @classmethod
+    def _redacted(cls, v: list[str]) -> list[str]:
+        return redact_argv(v)  # myaccel's own argv: -p/--password values never recorded
+
+
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+
+
+def private_dir(path: Path) -> Path:
+    """Create a results directory readable by its owner only (0700); one that exists keeps
+    its mode (the files myaccel writes in it are 0600)."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a new or truncated file of mode 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.chmod(path, PRIVATE_FILE_MODE)  # an existing file keeps its mode on open
+
 
 def write_json_atomic(path: Path, doc: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(doc)
-        fh.flush()
-        os.fsync(fh.fileno())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(doc)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, PRIVATE_FILE_MODE)
+    except BaseException:  # a full disk (ENOSPC) leaves no stray temporary file
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)

@@ -7,10 +7,12 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -21,6 +23,7 @@ import pymysql
 from myaccel import proc
 from myaccel.bench.profiles import normalize_workload
 from myaccel.errors import MyaccelError, UsageError
+from myaccel.redact import redact_argv
 from myaccel.server.connection import ConnectParams, connect, query_rows, query_value
 
 DB = "sbtest"
@@ -62,9 +65,8 @@ class RunSpec:
 
 
 def connection_args(target: ConnectParams) -> list[str]:
+    """How sysbench reaches ``target``: never the password (see ``password_file``)."""
     args = ["--db-driver=mysql", f"--mysql-user={target.user}"]
-    if target.password:
-        args.append(f"--mysql-password={target.password}")
     if target.socket:
         args.append(f"--mysql-socket={target.socket}")
     else:
@@ -106,7 +108,67 @@ def run_argv(spec: RunSpec, target: ConnectParams) -> tuple[list[str], dict[str,
 
 
 def mask_password(argv: list[str]) -> list[str]:
-    return ["--mysql-password=***" if a.startswith("--mysql-password=") else a for a in argv]
+    """A sysbench command as it may be recorded (kept for callers: ``redact_argv``)."""
+    return redact_argv(argv)
+
+
+# ------------------------------------------------------------------ the password
+
+# sysbench 1.0.20 reads its --config-file with fgets() into a 256-byte buffer: the line
+# `mysql-password="..."` must stay within 255 bytes (measured: 237 bytes pass, 240 fail,
+# and a longer line makes sysbench carry on without any password).
+PASSWORD_MAX_BYTES = 236
+_SHM = Path("/dev/shm")
+
+
+def _config_line(password: str) -> str:
+    quote = '"' if '"' not in password else "'"
+    if quote in password or "\n" in password or "\r" in password or "\0" in password:
+        raise UsageError(
+            "this password cannot be handed to sysbench without putting it on its command line "
+            "(it holds both quote characters or a line break)",
+            hint="use a benchmark user whose password has no line break and not both ' and \"",
+        )
+    if len(password.encode()) > PASSWORD_MAX_BYTES:
+        raise UsageError(
+            f"this password is longer than the {PASSWORD_MAX_BYTES} bytes sysbench 1.0.20 reads "
+            "from its --config-file",
+            hint=f"use a benchmark user with a password of at most {PASSWORD_MAX_BYTES} bytes",
+        )
+    return f"mysql-password={quote}{password}{quote}\n"
+
+
+@contextlib.contextmanager
+def password_file(password: str | None) -> Iterator[list[str]]:
+    """The sysbench arguments that hand it ``password`` without showing it to other users:
+    ``--config-file=F``, F a 0600 file in a fresh 0700 directory (in /dev/shm when there is
+    one, so it never reaches a disk), removed when the block ends, also on errors and
+    interrupts. Yields no argument when there is no password."""
+    if not password:
+        yield []
+        return
+    line = _config_line(password)
+    where = str(_SHM) if _SHM.is_dir() and os.access(_SHM, os.W_OK | os.X_OK) else None
+    d = tempfile.mkdtemp(prefix="myaccel-sysbench-", dir=where)  # mode 0700
+    try:
+        path = Path(d) / "sysbench.cnf"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(line)
+        yield [f"--config-file={path}"]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def with_args(argv: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """``argv`` with ``extra`` options before its last word (the sysbench command)."""
+    return [*argv[:-1], *extra, argv[-1]] if extra else list(argv)
+
+
+def run_sysbench(argv: Sequence[str], password: str | None, *, timeout_s: float) -> proc.Completed:
+    """``proc.run`` for a sysbench command that needs ``password`` (see ``password_file``)."""
+    with password_file(password) as extra:
+        return proc.run(with_args(argv, extra), timeout_s=timeout_s)
 
 
 # ------------------------------------------------------------------ preflight
@@ -271,7 +333,7 @@ def prepare_dataset(
         log(f"preparing {tables} x {table_size:,} rows with {threads} thread(s)")
     t0 = time.monotonic()
     est = tables * table_size / 50_000 + 120  # generous: ~50k rows/s on this VM
-    r = proc.run(argv, timeout_s=est * 4)
+    r = run_sysbench(argv, target.password, timeout_s=est * 4)
     if not r.ok:
         tail = " | ".join((r.stdout + r.stderr).strip().splitlines()[-3:])
         raise MyaccelError(
@@ -375,15 +437,30 @@ def execute(
     *,
     timeout_s: float,
     on_report: ProgressFn | None = None,
+    password: str | None = None,
 ) -> RawRun:
-    """Run sysbench, streaming its output; each MYACCEL line goes to ``on_report``."""
+    """Run sysbench, streaming its output; each MYACCEL line goes to ``on_report``.
+    ``password`` reaches sysbench through a private file (``password_file``), never its
+    argv or environment; the recorded ``argv`` is the one given, without that file."""
+    with password_file(password) as extra:
+        return _execute(argv, with_args(argv, extra), env, timeout_s, on_report)
+
+
+def _execute(
+    argv: list[str],
+    run: list[str],
+    env: dict[str, str],
+    timeout_s: float,
+    on_report: ProgressFn | None,
+) -> RawRun:
     full_env = dict(os.environ)
+    full_env.pop("MYSQL_PWD", None)  # sysbench does not read it; keep it out of its environ
     full_env.update(env)
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     m0 = time.monotonic()
     p = subprocess.Popen(
-        argv,
+        run,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

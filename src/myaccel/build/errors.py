@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from myaccel.errors import MyaccelError, ToolMissing, UsageError
+from myaccel.errors import ExitCode, MyaccelError, ToolMissing, UsageError
 
 
 class TreeError(UsageError):
@@ -26,7 +26,7 @@ class DependencyMissing(ToolMissing):
 class BuildFailed(MyaccelError):
     """A stage (configure, compile, training, BOLT, ...) failed; the log names the cause."""
 
-    exit_code = 6
+    exit_code = ExitCode.APPLY_FAILED
     code = "build-failed"
 
 

@@ -116,7 +116,7 @@ def load_manifest(path: Path) -> BuildManifest:
     except ValidationError as exc:
         raise TreeError(
             f"build manifest '{path}' does not match {BUILD_SCHEMA}: {exc.errors()[0]['msg']}",
-            hint="it was written by another myaccel version; rebuild or pass --resume-less out",
+            hint="it was written by another myaccel version: build again into a new --out (without --resume)",
         ) from None
 
 

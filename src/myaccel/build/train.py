@@ -160,7 +160,9 @@ def train_sandbox(
                 )
                 argv, env = run_argv(spec, bench)
                 note(f"training run: {w} at {t} threads for {workload.duration_s} s")
-                raw = execute(argv, env, timeout_s=workload.duration_s * 3 + 120)
+                raw = execute(
+                    argv, env, timeout_s=workload.duration_s * 3 + 120, password=bench.password
+                )
                 log.write(raw.output)
                 if raw.exit_code != 0:
                     raise TrainingError(

@@ -13,7 +13,16 @@ from myaccel import proc
 from myaccel.accelerate import report_markdown, write_candidate
 from myaccel.bench.campaign import new_campaign_id
 from myaccel.bench.profiles import get_profile
+from myaccel.bench.run_record import private_dir
+from myaccel.cli import ranges
+from myaccel.cli.ab import (
+    restore_base_config,
+    sandbox_needs_creation,
+    terminate_as_interrupt,
+)
+from myaccel.cli.bench import build_profile
 from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
@@ -30,9 +39,9 @@ from myaccel.server.sandbox import Sandbox
 @click.option(
     "--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True
 )
-@click.option("--runs", type=int, help="Runs per arm and cell (default: the profile's).")
-@click.option("--time", type=int, help="Measured seconds per run.")
-@click.option("--scale", type=float)
+@click.option("--runs", type=ranges.RUNS, help="Runs per arm and cell (default: the profile's).")
+@click.option("--time", type=ranges.RUN_SECONDS, help="Measured seconds per run.")
+@click.option("--scale", type=ranges.SCALE)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False))
 @click.option(
     "--server-unit",
@@ -43,30 +52,54 @@ from myaccel.server.sandbox import Sandbox
     "--conf-dir", metavar="DIR", help="Existing server: directory for the managed 99-myaccel.cnf."
 )
 @click.option("--yes", is_flag=True, help="Existing server: apply without asking.")
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Create the sandbox named by --sandbox if it does not exist (never done silently).",
+)
 def accelerate(**kwargs: Any) -> None:
     """Probe, benchmark the defaults, plan, apply the plan's server layer, benchmark again
     (interleaved), compare, and write report.md with the article-style table.
 
     Without server options: a sandbox named 'accelerate' (created from the distribution's
-    binaries with their defaults) and an interleaved A/B. With server options: an existing
+    binaries with their defaults when missing; a --sandbox NAME that does not exist needs
+    --create) and an interleaved A/B; an interrupt puts the sandbox back on its base
+    configuration. With server options: an existing
     server, measured before and after a journaled apply (not interleaved: said so)."""
+    with terminate_as_interrupt():
+        run_accelerate(kwargs)
+
+
+def check_new_out_dir(out_dir: str | None) -> None:
+    """``--out`` must be new or empty: accelerate writes facts, plan, runs and a report
+    there, and never mixes them with another run's files."""
+    if out_dir and Path(out_dir).is_dir() and any(Path(out_dir).iterdir()):
+        raise UsageError(
+            f"--out '{out_dir}' is not empty",
+            hint="choose a new directory, or omit --out (results go under $MYACCEL_HOME/results)",
+        )
+
+
+def run_accelerate(kwargs: dict[str, Any]) -> None:
     from myaccel.cli.ab import ab as ab_cmd
 
     t0 = time.monotonic()
-    proc.require("sysbench")
+    # every check before anything is written, started or created
     prof = get_profile(kwargs["profile"])
+    build_profile({"profile": prof.name, **{k: kwargs[k] for k in ("runs", "time", "scale")}})
+    check_new_out_dir(kwargs["out_dir"])
+    proc.require("sysbench")
     conn = connection_options(kwargs)
     if conn.given and conn.sandbox is None:
         existing_server(conn, prof.name, kwargs, t0)
         return
     name = conn.sandbox or "accelerate"
-    if Sandbox.exists(name):
-        sb = Sandbox.load(name)
-        sb.stop()
-        sb.start(progress=note)  # its own (base) configuration
-    else:
+    if sandbox_needs_creation(name, create=kwargs["create"], explicit=conn.sandbox is not None):
         note(f"creating sandbox '{name}' with the distribution's default configuration")
         sb = Sandbox.init(name, progress=note)
+    else:
+        sb = Sandbox.load(name)
+        restore_base_config(sb)  # its own (base) configuration
     note("probing the machine, the server and its binary")
     facts = collect_facts("/", server=sb.connect_params(), server_required=True)
     plan = make_plan(
@@ -77,9 +110,9 @@ def accelerate(**kwargs: Any) -> None:
     )
     cid = new_campaign_id("accelerate")
     out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "facts.json").write_text(facts.model_dump_json(indent=2) + "\n")
-    (out / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n")
+    private_dir(out)
+    write_output(out / "facts.json", facts.model_dump_json(indent=2) + "\n")
+    write_output(out / "plan.json", plan.model_dump_json(indent=2) + "\n")
     cand = write_candidate(plan, facts, out / "tuned.cnf")
     if not cand.applied:
         raise UsageError(
@@ -121,7 +154,7 @@ def accelerate(**kwargs: Any) -> None:
         duration_s=time.monotonic() - t0,
         profile_name=prof.name,
     )
-    (out / "report.md").write_text(md)
+    write_output(out / "report.md", md)
     click.echo(f"report: {out / 'report.md'}")
     # HTML report with plots; its report.md (a superset of the one above) replaces it.
     from myaccel.cli.report import report_after_run
@@ -159,9 +192,9 @@ def existing_server(
     )
     cid = new_campaign_id("accelerate")
     out = Path(kwargs["out_dir"]) if kwargs["out_dir"] else myaccel_home() / "results" / cid
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "facts.json").write_text(facts.model_dump_json(indent=2) + "\n")
-    (out / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n")
+    private_dir(out)
+    write_output(out / "facts.json", facts.model_dump_json(indent=2) + "\n")
+    write_output(out / "plan.json", plan.model_dump_json(indent=2) + "\n")
     conf = Path(kwargs["conf_dir"]) if kwargs["conf_dir"] else None
     handle = ServerHandle(
         kind="systemd" if kwargs["server_unit"] else "none",
@@ -191,7 +224,12 @@ def existing_server(
         if not _sys.stdin.isatty():
             raise UsageError("applying to an existing server needs confirmation", hint="pass --yes")
         click.confirm(f"apply {len(planned)} change(s) to the server?", abort=True)
-    res = apply_changes(pc.changes, plan_id=plan.created_at, facts_digest=plan.facts_digest)
+    res = apply_changes(
+        pc.changes,
+        plan_id=plan.created_at,
+        facts_digest=plan.facts_digest,
+        server=handle.describe(),
+    )
     save_handle(Path(res.journal_path or ""), handle)
     if pc.restart_needed:
         handle.restart(note)
@@ -209,8 +247,8 @@ def existing_server(
             ]
         }
     )
-    (out / "comparison.json").write_text(cmp.model_dump_json(indent=2))
-    (out / "comparison.md").write_text(format_markdown(cmp))
+    write_output(out / "comparison.json", cmp.model_dump_json(indent=2))
+    write_output(out / "comparison.md", format_markdown(cmp))
     click.echo(format_markdown(cmp), nl=False)
     click.echo(f"applied with journal {res.journal_path}; undo with: myaccel rollback")
     from myaccel.cli.report import report_after_run

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
+from myaccel.cli.ranges import TCP_PORT
 from myaccel.server.connection import ConnectionOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -22,7 +23,7 @@ def server_options(f: F) -> F:
         ),
         click.option("--user", "-u", metavar="USER", help="Server user."),
         click.option("--socket", "-S", metavar="PATH", help="Unix socket."),
-        click.option("--port", "-P", type=int, metavar="N", help="TCP port."),
+        click.option("--port", "-P", type=TCP_PORT, metavar="N", help="TCP port."),
         click.option("--host", "-h", "host", metavar="HOST", help="Server host."),
     ]
     for o in opts:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import errno
+import json
 import logging
+import signal
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from myaccel import __version__
-from myaccel.errors import MyaccelError
+from myaccel.errors import ExitCode, Interrupted, MyaccelError, validation_summary
 
 # Subcommands are imported only when used: `myaccel probe` must not pay for scipy (used
 # by compare) or the sandbox machinery. name -> "module:attribute".
@@ -34,8 +39,15 @@ COMMANDS = {
 
 
 class ErrorBoundaryGroup(click.Group):
-    """Render domain errors as ``error:`` / ``hint:`` lines with their exit code; load
-    subcommands lazily."""
+    """Render every failure as one ``error:`` line and one ``hint:`` line with an exit
+    code from ``ExitCode``; load subcommands lazily.
+
+    This is the one error boundary: domain errors (``MyaccelError``), click's usage errors,
+    interrupts, OS errors (a full disk), damaged input files (JSON, pydantic) and bugs all
+    end here. Tracebacks are shown only with ``--debug``.
+    """
+
+    debug = False
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *super().list_commands(ctx)})
@@ -52,19 +64,141 @@ class ErrorBoundaryGroup(click.Group):
         return cmd
 
     def invoke(self, ctx: click.Context) -> Any:
-        debug = bool(ctx.params.get("debug"))
+        self.debug = bool(ctx.params.get("debug"))
+        return super().invoke(ctx)
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        self.debug = False
         try:
-            return super().invoke(ctx)
-        except MyaccelError as exc:
-            if debug:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `myaccel sandbox`: its help
+            exc.show()
+            sys.exit(exc.exit_code)
+        except Exception as exc:  # the boundary: everything is rendered below
+            if self.debug and not isinstance(exc, click.ClickException | click.Abort):
                 raise
-            click.echo(f"error: {exc.message}", err=True)
-            if exc.hint:
-                click.echo(f"hint: {exc.hint}", err=True)
-            ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("error: interrupted", err=True)
-            ctx.exit(130)
+            sys.exit(render_error(exc))
+        except KeyboardInterrupt as exc:  # click re-raises it as Abort; kept for safety
+            if self.debug:
+                raise
+            sys.exit(render_error(exc))
+        # click returns the code of ctx.exit(n), or the command's return value (None)
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else ExitCode.OK)
+
+
+def _say(kind: str, text: str) -> None:
+    line = " ".join(str(text).split()) if text else ""
+    click.echo(f"{kind}: {line}", err=True)
+
+
+def render_error(exc: BaseException) -> int:
+    """Print ``error:`` and ``hint:`` for ``exc``; return the exit code."""
+    message, hint, code = describe_error(exc)
+    _say("error", message)
+    _say("hint", hint)
+    return int(code)
+
+
+def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
+    """(one-line message, hint, exit code) for any exception that reaches the boundary."""
+    if isinstance(exc, MyaccelError):
+        return (
+            exc.message,
+            exc.hint or "rerun with --debug for details",
+            ExitCode(int(exc.exit_code)),
+        )
+    if isinstance(exc, click.Abort):
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, KeyboardInterrupt):
+            return describe_error(cause)
+        return (
+            "aborted",
+            "nothing more was done; run the command again to proceed",
+            ExitCode.FAILURE,
+        )
+    if isinstance(exc, Interrupted):
+        name = "SIGTERM" if exc.signum == signal.SIGTERM else signal.Signals(exc.signum).name
+        code = ExitCode.TERMINATED if exc.signum == signal.SIGTERM else ExitCode.INTERRUPTED
+        return f"interrupted by {name}", _INTERRUPT_HINT, code
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", _INTERRUPT_HINT, ExitCode.INTERRUPTED
+    if isinstance(exc, click.ClickException):
+        return _click_error(exc)
+    if isinstance(exc, OSError):
+        return _os_error(exc)
+    if isinstance(exc, ValidationError):
+        return (
+            f"invalid {exc.title} document: {validation_summary(exc)}",
+            "the file was edited, damaged or written by another version of myaccel; "
+            "write it again with this version (--debug shows which file)",
+            ExitCode.DATA_ERROR,
+        )
+    if isinstance(exc, json.JSONDecodeError):
+        return (
+            f"a file is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            "the file was edited or damaged (a crash, a full disk); --debug shows which file",
+            ExitCode.DATA_ERROR,
+        )
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return (
+        f"internal error: {type(exc).__name__}{': ' + first if first else ''}",
+        "this is a bug in myaccel: rerun with --debug for the traceback and report it",
+        ExitCode.INTERNAL,
+    )
+
+
+_INTERRUPT_HINT = (
+    "a sandbox under ab or accelerate was put back on its base configuration; "
+    "an interrupted apply is finished or undone by: myaccel rollback"
+)
+
+
+def _click_error(exc: click.ClickException) -> tuple[str, str, ExitCode]:
+    ctx = getattr(exc, "ctx", None)
+    # the program is `myaccel` whatever name it was run under (python -m, a test runner)
+    path = " ".join(["myaccel", *(ctx.command_path.split()[1:] if ctx is not None else [])])
+    if isinstance(exc, click.UsageError):
+        return exc.format_message(), f"see: {path} --help", ExitCode.USAGE
+    try:
+        code = ExitCode(exc.exit_code)
+    except ValueError:
+        code = ExitCode.FAILURE
+    return exc.format_message(), f"see: {path} --help", code
+
+
+def _os_error(exc: OSError) -> tuple[str, str, ExitCode]:
+    from myaccel.paths import myaccel_home
+
+    what = (exc.strerror or type(exc).__name__).lower()
+    where = f"'{exc.filename}'" if exc.filename else f"a file (MYACCEL_HOME is '{myaccel_home()}')"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"{what}: cannot write {where}",
+            "free space on that file system (or point MYACCEL_HOME / --out elsewhere) "
+            "and run the command again; `myaccel rollback --list` shows any unfinished journal",
+            ExitCode.IO_ERROR,
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (
+            f"{what}: {where}",
+            "run as a user who may write there (root for /etc), or choose another "
+            "path (MYACCEL_HOME, --out)",
+            ExitCode.IO_ERROR,
+        )
+    return (
+        f"{what}: {where}",
+        "check the path and its file system; rerun with --debug for details",
+        ExitCode.IO_ERROR,
+    )
 
 
 @click.group(cls=ErrorBoundaryGroup, context_settings={"help_option_names": ["--help"]})

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
+from myaccel.cli import ranges
 from myaccel.cli.common import connection_options, server_options
-from myaccel.errors import UsageError, read_json_file
+from myaccel.cli.output import write_output
+from myaccel.errors import UsageError, read_json_file, validation_summary
 from myaccel.facts.collect import collect_facts
 from myaccel.model import FACTS_SCHEMA, Facts
 from myaccel.rules.engine import Hints, load_rules, make_plan
@@ -30,7 +31,7 @@ def load_facts(path: str) -> Facts:
         return Facts.model_validate(doc)
     except ValueError as exc:
         raise UsageError(
-            f"facts file '{path}' does not match its schema: {str(exc).splitlines()[0]}",
+            f"facts file '{path}' does not match its schema: {validation_summary(exc)}",
             hint="probe again",
         ) from None
 
@@ -48,7 +49,9 @@ def load_facts(path: str) -> Facts:
     help="relaxed allows the opt-in durability group.",
 )
 @click.option("--layers", help="Comma-separated: server,os,numa,nic,build,hardware.")
-@click.option("--threads", type=int, help="Expected client concurrency (a workload hint).")
+@click.option(
+    "--threads", type=ranges.THREADS, help="Expected client concurrency (a workload hint)."
+)
 @click.option(
     "--profile",
     "profile_file",
@@ -81,7 +84,7 @@ def plan(**kwargs: Any) -> None:
         knobs=knobs,
     )
     if kwargs["out_file"]:
-        Path(kwargs["out_file"]).write_text(p.model_dump_json(indent=2) + "\n")
+        write_output(kwargs["out_file"], p.model_dump_json(indent=2) + "\n")
     if kwargs["as_json"]:
         click.echo(p.model_dump_json(indent=2))
     elif kwargs["as_md"]:

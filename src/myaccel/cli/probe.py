@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
 from myaccel.cli.common import connection_options, server_options
+from myaccel.cli.output import write_output
 from myaccel.errors import UsageError
 from myaccel.facts.capture import capture_sysroot, tracing_sysroot
 from myaccel.facts.collect import collect_facts
@@ -81,7 +81,7 @@ def probe(**kwargs: Any) -> None:
         click.echo(f"captured {n} files into {capture_dir}", err=True)
     doc = facts.model_dump_json(indent=2)
     if kwargs["out_file"]:
-        Path(kwargs["out_file"]).write_text(doc + "\n")
+        write_output(kwargs["out_file"], doc + "\n")
     if kwargs["as_json"]:
         click.echo(doc)
     elif kwargs["as_md"]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from myaccel.bench.runner import RunSpec
+from myaccel.cli import ranges
 from myaccel.cli.common import connection_options, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import MyaccelError, UsageError
@@ -347,7 +348,7 @@ def run_simulation(
 
 @click.command()
 @server_options
-@click.option("--pid", type=int, metavar="PID", help="Profile this server process.")
+@click.option("--pid", type=ranges.PID, metavar="PID", help="Profile this server process.")
 @click.option(
     "--duration",
     type=float,
@@ -364,9 +365,11 @@ def run_simulation(
     help="Drive a bench profile (quick, standard, ...) on the server while recording "
     "(loopback only); none: record whatever load it has.",
 )
-@click.option("--threads", type=int, help="Workload threads (overrides the bench profile).")
-@click.option("--tables", type=int, help="Workload tables (overrides the bench profile).")
-@click.option("--table-size", type=int, help="Workload rows per table.")
+@click.option(
+    "--threads", type=ranges.THREADS, help="Workload threads (overrides the bench profile)."
+)
+@click.option("--tables", type=ranges.TABLES, help="Workload tables (overrides the bench profile).")
+@click.option("--table-size", type=ranges.TABLE_ROWS, help="Workload rows per table.")
 @click.option(
     "--cleanup", is_flag=True, help="Drop an existing dataset of another size for the workload."
 )

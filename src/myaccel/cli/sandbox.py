@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from myaccel.cli.ranges import TCP_PORT, TIMEOUT_S
 from myaccel.server.sandbox import (
     DEFAULT_NAME,
     DEFAULT_TIMEOUT_S,
@@ -89,7 +90,7 @@ name_argument = click.argument("name", default=DEFAULT_NAME, required=False, met
 timeout_option = click.option(
     "--timeout",
     "timeout_s",
-    type=float,
+    type=TIMEOUT_S,
     default=DEFAULT_TIMEOUT_S,
     show_default=True,
     metavar="SECONDS",
@@ -138,7 +139,9 @@ def sandbox() -> None:
     help="Server flavor (default: the installed MariaDB, then MySQL). mysql: the mysqld on "
     "PATH, else the MySQL 9.7 of scripts/ensure-mysql.sh ($MYACCEL_MYSQL_ROOT/mysql-9.7).",
 )
-@click.option("--port", type=int, metavar="N", help="TCP port on 127.0.0.1 (default: a free one).")
+@click.option(
+    "--port", type=TCP_PORT, metavar="N", help="TCP port on 127.0.0.1 (default: a free one)."
+)
 @click.option("--no-start", is_flag=True, help="Stop the server once the sandbox is ready.")
 @timeout_option
 def init(

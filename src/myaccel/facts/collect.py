@@ -60,7 +60,7 @@ def collect_facts(
 
         binary_facts = collect_binary(bin_path)
 
-    hostname = sr.read("/proc/sys/kernel/hostname")
+    hostname = sr.read_line("/proc/sys/kernel/hostname")
     return Facts(
         myaccel_version=__version__,
         collected_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -3,14 +3,20 @@ which is localized in the wild)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from typing import Any
 
-from myaccel.facts.sysroot import Sysroot, parse_cpu_list, parse_size
+from myaccel.facts.sysroot import MAX_CPU, Sysroot, format_cpu_list, parse_size
 from myaccel.model import CacheLevel, CpuFacts, Fact, NumaNode, known, unknown
 
 CPUINFO = "/proc/cpuinfo"
 SYS_CPU = "/sys/devices/system/cpu"
 SYS_NODE = "/sys/devices/system/node"
+CACHE_TYPES = ("Data", "Instruction", "Unified")
+_DIGITS = re.compile(r"[0-9]+")
+_ARCH = re.compile(r"[a-z][a-z0-9_]*")
+_GOVERNOR = re.compile(r"[A-Za-z0-9_-]+")
 
 # aarch64 MIDR implementer -> vendor, and (implementer, part) -> (model, family id).
 # Sources: Arm Technical Reference Manuals (MIDR_EL1 part numbers) and the Linux kernel's
@@ -66,136 +72,243 @@ def _cpuinfo_blocks(text: str) -> list[dict[str, str]]:
     return blocks
 
 
-def _int_auto(s: str) -> int:
-    return int(s, 0)
+_HEX_OR_DEC = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+")
 
 
-def collect_cpu(sr: Sysroot) -> CpuFacts:
+def _midr_field(block: dict[str, str], key: str, bits: int) -> Fact[int]:
+    """A MIDR field of /proc/cpuinfo (``CPU implementer``: 8 bits, ``CPU part``: 12 bits)."""
+    raw = block.get(key)
+    if raw is None:
+        return unknown(f"no {key!r} line in {CPUINFO}", CPUINFO)
+    if not _HEX_OR_DEC.fullmatch(raw):
+        return unknown(f"{key!r} in {CPUINFO} is {raw[:24]!r}, not a number", CPUINFO)
+    v = int(raw, 0)
+    if v >= 1 << bits:
+        return unknown(f"{key!r} in {CPUINFO} is {raw[:24]!r}, wider than {bits} bits", CPUINFO)
+    return known(v, CPUINFO)
+
+
+class _CpuId:
+    """What /proc/cpuinfo says about the CPU model (before topology)."""
+
+    def __init__(self, arch: Fact[str], why: str) -> None:
+        self.arch = arch
+        self.vendor: Fact[str] = unknown(why, CPUINFO)
+        self.model: Fact[str] = unknown(why, CPUINFO)
+        self.family: Fact[str] = unknown(why, CPUINFO)
+        self.implementer: Fact[str] = unknown(why, CPUINFO)
+        self.part: Fact[str] = unknown(why, CPUINFO)
+        self.model_name: Fact[str] = unknown(f"no model name in {CPUINFO}", CPUINFO)
+        self.features: Fact[list[str]] = unknown(why, CPUINFO)
+
+
+def _arch(sr: Sysroot, text: str | None, first: dict[str, str]) -> Fact[str]:
+    arch_file = sr.read("/proc/sys/kernel/arch")
+    if arch_file.known and arch_file.value:
+        if not _ARCH.fullmatch(arch_file.value):
+            return unknown(
+                f"/proc/sys/kernel/arch: unexpected content {arch_file.value[:40]!r}",
+                arch_file.source,
+            )
+        return arch_file
+    if "CPU implementer" in first:
+        return known("aarch64", CPUINFO)
+    if "vendor_id" in first:
+        if "flags" not in first:
+            return unknown(
+                f"no flags line in {CPUINFO} (truncated?): cannot tell x86_64 from i686", CPUINFO
+            )
+        return known("x86_64" if "lm" in first["flags"].split() else "i686", CPUINFO)
+    if not text:
+        return unknown(f"cannot read {CPUINFO}" if text is None else f"{CPUINFO} is empty", CPUINFO)
+    return unknown(f"unrecognized {CPUINFO} layout (truncated or garbage?)", CPUINFO)
+
+
+def _features(first: dict[str, str], key: str) -> Fact[list[str]]:
+    if key not in first:
+        return unknown(f"no {key!r} line in {CPUINFO} (truncated?)", CPUINFO)
+    return known(first[key].split(), CPUINFO)
+
+
+def _arm_id(cid: _CpuId, first: dict[str, str]) -> None:
+    impl = _midr_field(first, "CPU implementer", 8)
+    prt = _midr_field(first, "CPU part", 12)
+    if impl.known and impl.value is not None:
+        cid.implementer = known(f"0x{impl.value:02x}", CPUINFO)
+        name = ARM_IMPLEMENTERS.get(impl.value, f"unknown implementer 0x{impl.value:02x}")
+        cid.vendor = known(name, CPUINFO)
+    else:
+        cid.implementer = cid.vendor = unknown(impl.unknown or "?", CPUINFO)
+    if prt.known and prt.value is not None:
+        cid.part = known(f"0x{prt.value:03x}", CPUINFO)
+    else:
+        cid.part = unknown(prt.unknown or "?", CPUINFO)
+    if impl.value is None or prt.value is None:
+        why = impl.unknown or prt.unknown or "?"
+        cid.model = cid.family = unknown(why, CPUINFO)
+    else:
+        decoded = ARM_PARTS.get((impl.value, prt.value))
+        if decoded is None and impl.value == 0xC0:
+            decoded = (f"Ampere part 0x{prt.value:03x}", "ampere")
+        if decoded is None:
+            decoded = (f"{cid.vendor.value} part 0x{prt.value:03x}", "arm-other")
+        cid.model = known(decoded[0], CPUINFO)
+        cid.family = known(decoded[1], CPUINFO)
+    if "model name" in first:
+        cid.model_name = known(first["model name"], CPUINFO)
+    cid.features = _features(first, "Features")
+
+
+def _x86_id(cid: _CpuId, first: dict[str, str]) -> None:
+    v = first["vendor_id"]
+    cid.vendor = known(v, CPUINFO)
+    if "model name" in first:
+        cid.model_name = known(first["model name"], CPUINFO)
+    cid.model = cid.model_name
+    fam = {"GenuineIntel": "x86-intel", "AuthenticAMD": "x86-amd"}.get(v, "x86-other")
+    cid.family = known(fam, CPUINFO)
+    na = unknown("not an aarch64 CPU", CPUINFO)
+    cid.implementer = cid.part = na
+    cid.features = _features(first, "flags")
+
+
+def _cpu_id(sr: Sysroot) -> tuple[_CpuId, list[dict[str, str]]]:
     text = sr.read_text(CPUINFO)
     blocks = _cpuinfo_blocks(text) if text else []
     procs = [b for b in blocks if "processor" in b]
     first = procs[0] if procs else (blocks[0] if blocks else {})
-    no_cpuinfo = unknown("cannot read /proc/cpuinfo", CPUINFO)
-
-    # --- architecture
-    arch: Fact[str]
-    arch_file = sr.read("/proc/sys/kernel/arch")
-    if arch_file.known and arch_file.value:
-        arch = arch_file
-    elif "CPU implementer" in first:
-        arch = known("aarch64", CPUINFO)
-    elif "vendor_id" in first:
-        flags = first.get("flags", "").split()
-        arch = known("x86_64" if "lm" in flags else "i686", CPUINFO)
+    if not text:
+        why = f"cannot read {CPUINFO}" if text is None else f"{CPUINFO} is empty"
     else:
-        arch = no_cpuinfo if not text else unknown("unrecognized /proc/cpuinfo layout", CPUINFO)
-
-    vendor: Fact[str] = no_cpuinfo
-    model: Fact[str] = no_cpuinfo
-    family: Fact[str] = no_cpuinfo
-    implementer: Fact[str] = unknown("not an aarch64 CPU", CPUINFO)
-    part: Fact[str] = unknown("not an aarch64 CPU", CPUINFO)
-    model_name: Fact[str] = unknown("no model name in /proc/cpuinfo", CPUINFO)
-    features: Fact[list[str]] = no_cpuinfo
-
+        why = f"unrecognized {CPUINFO} layout (truncated or garbage?)"
+    cid = _CpuId(_arch(sr, text, first), why)
     if "CPU implementer" in first:
-        try:
-            impl = _int_auto(first["CPU implementer"])
-            prt = _int_auto(first.get("CPU part", "-1"))
-        except ValueError:
-            impl, prt = -1, -1
-        implementer = known(f"0x{impl:02x}", CPUINFO)
-        part = known(f"0x{prt:03x}", CPUINFO)
-        vendor = known(ARM_IMPLEMENTERS.get(impl, f"unknown implementer 0x{impl:02x}"), CPUINFO)
-        decoded = ARM_PARTS.get((impl, prt))
-        if decoded is None and impl == 0xC0:
-            decoded = (f"Ampere part 0x{prt:03x}", "ampere")
-        if decoded:
-            model = known(decoded[0], CPUINFO)
-            family = known(decoded[1], CPUINFO)
-        else:
-            model = known(f"{vendor.value} part 0x{prt:03x}", CPUINFO)
-            family = known("arm-other", CPUINFO)
-        if "model name" in first:
-            model_name = known(first["model name"], CPUINFO)
-        features = known(first.get("Features", "").split(), CPUINFO)
+        _arm_id(cid, first)
     elif "vendor_id" in first:
-        v = first["vendor_id"]
-        vendor = known(v, CPUINFO)
-        model_name = known(first.get("model name", "?"), CPUINFO)
-        model = model_name
-        fam = {"GenuineIntel": "x86-intel", "AuthenticAMD": "x86-amd"}.get(v, "x86-other")
-        family = known(fam, CPUINFO)
-        features = known(first.get("flags", "").split(), CPUINFO)
+        _x86_id(cid, first)
+    elif cid.arch.known:
+        na = unknown(f"not an aarch64 CPU ({cid.arch.value})", CPUINFO)
+        if cid.arch.value != "aarch64":
+            cid.implementer = cid.part = na
+    return cid, procs
 
-    feats = set(features.value or [])
 
-    def feat(*names: str) -> Fact[bool]:
-        if not features.known:
-            return unknown(features.unknown or "no CPU flags", CPUINFO)
-        return known(any(n in feats for n in names), CPUINFO)
+class _ArchFeatures:
+    """CPU features whose meaning depends on the architecture, with consistent reasons."""
 
-    is_arm = arch.value == "aarch64"
-    is_x86 = (arch.value or "").startswith(("x86", "i686"))
-    na_x86 = unknown("not applicable on aarch64", CPUINFO)
-    na_arm = unknown("not applicable on x86", CPUINFO)
-    has_lse = feat("atomics") if is_arm else na_arm
-    has_sve = feat("sve") if is_arm else na_arm
-    has_crc32 = feat("crc32") if is_arm else feat("sse4_2")
-    has_avx2 = feat("avx2") if is_x86 else na_x86
-    has_avx512 = feat("avx512f") if is_x86 else na_x86
+    def __init__(self, arch: Fact[str], features: Fact[list[str]]) -> None:
+        self.arch = arch
+        self.features = features
+        self.names = set(features.value or [])
 
-    # --- topology
-    online = sr.read(f"{SYS_CPU}/online")
-    online_list = parse_cpu_list(online.value) if online.known and online.value else []
-    if not online_list and procs:
-        online_list = [int(b["processor"]) for b in procs if b["processor"].isdigit()]
-        online = known(",".join(str(c) for c in online_list), CPUINFO)
+    def feat(self, *names: str) -> Fact[bool]:
+        if not self.features.known:
+            return unknown(self.features.unknown or "no CPU flags", CPUINFO)
+        return known(any(n in self.names for n in names), CPUINFO)
+
+    def on(self, archs: tuple[str, ...], *names: str) -> Fact[bool]:
+        """The feature on one of ``archs``; unknown with the same reason elsewhere."""
+        a = self.arch.value
+        if not self.arch.known or a is None:
+            return unknown(f"architecture unknown ({self.arch.unknown})", self.arch.source)
+        if not a.startswith(archs):
+            return unknown(f"not applicable on {a}", self.arch.source)
+        return self.feat(*names)
+
+
+def _online(sr: Sysroot, procs: list[dict[str, str]]) -> tuple[Fact[str], list[int], Fact[int]]:
+    """(online_cpus, the CPU numbers to read topology for, logical_cpus)."""
+    path = f"{SYS_CPU}/online"
+    parsed = sr.read_cpu_list(path)
+    from_cpuinfo: list[int] = []
+    for b in procs:
+        n = b["processor"]
+        if _DIGITS.fullmatch(n) and int(n) < MAX_CPU:
+            from_cpuinfo.append(int(n))
+    if parsed.known and parsed.value:
+        raw = sr.read(path)
+        return known(raw.value or "", path), parsed.value, known(len(parsed.value), path)
+    cpus = sorted(set(from_cpuinfo))
     logical: Fact[int] = (
-        known(len(online_list), online.source) if online_list else unknown("no CPU list", SYS_CPU)
+        known(len(cpus), CPUINFO) if cpus else unknown(f"no CPU list ({parsed.unknown})", SYS_CPU)
     )
+    if sr.exists(path):
+        # present but unreadable or garbage: say so, and go on with /proc/cpuinfo's list
+        return unknown(parsed.unknown or "?", path), cpus, logical
+    if cpus:
+        return known(format_cpu_list(cpus), CPUINFO), cpus, logical
+    return unknown(parsed.unknown or "?", path), cpus, logical
 
+
+def _topology(sr: Sysroot, online_list: list[int]) -> tuple[Fact[int], ...]:
+    """(sockets, cores_per_socket, threads_per_core, physical_cores)."""
+    topo_src = f"{SYS_CPU}/cpu*/topology"
     packages: dict[int, set[int]] = {}
     cores: set[tuple[int, int, int]] = set()
     siblings_sizes: list[int] = []
-    topo_src = f"{SYS_CPU}/cpu*/topology"
-    topo_ok = bool(online_list)
-    for c in online_list:
-        pkg = sr.read_int(f"{SYS_CPU}/cpu{c}/topology/physical_package_id")
-        core = sr.read_int(f"{SYS_CPU}/cpu{c}/topology/core_id")
-        clus = sr.read_int(f"{SYS_CPU}/cpu{c}/topology/cluster_id")
-        sib = sr.read(f"{SYS_CPU}/cpu{c}/topology/thread_siblings_list")
-        if not (pkg.known and core.known):
-            topo_ok = False
+    why: str | None = None if online_list else "no online CPU list"
+    why_tpc: str | None = None
+    for c in online_list if why is None else []:
+        d = f"{SYS_CPU}/cpu{c}/topology"
+        pkg = sr.read_int(f"{d}/physical_package_id")
+        core = sr.read_int(f"{d}/core_id")
+        clus = sr.read_int(f"{d}/cluster_id")
+        if not (sr.exists(f"{d}/physical_package_id") and sr.exists(f"{d}/core_id")):
+            why = "topology files missing under /sys/devices/system/cpu"
             break
-        p = pkg.get(0)
+        bad = next((f for f in (pkg, core, clus) if not f.known and sr.exists(f.source)), None)
+        if bad is not None:
+            why = bad.unknown
+            break
         # Some firmware reports -1 for the package on arm64 (no PPTT): treat as one package.
-        p = max(p, 0)
+        p = max(pkg.get(0), 0)
         packages.setdefault(p, set()).add(c)
-        cores.add((p, clus.get(0) if clus.known else 0, core.get(0)))
-        if sib.known and sib.value:
-            siblings_sizes.append(len(parse_cpu_list(sib.value)))
-    if topo_ok:
-        sockets: Fact[int] = known(len(packages), topo_src)
-        tpc = max(Counter(siblings_sizes).most_common(1)[0][0], 1) if siblings_sizes else 1
-        threads_per_core: Fact[int] = known(tpc, topo_src)
-        physical: Fact[int] = known(len(online_list) // tpc, topo_src)
-        cps: Fact[int] = known(len(online_list) // tpc // max(len(packages), 1), topo_src)
-    else:
-        why = "topology files missing under /sys/devices/system/cpu"
-        sockets = unknown(why, topo_src)
-        threads_per_core = unknown(why, topo_src)
-        physical = unknown(why, topo_src)
-        cps = unknown(why, topo_src)
+        cores.add((p, clus.get(0), core.get(0)))
+        sib_path = f"{d}/thread_siblings_list"
+        if why_tpc is None and sr.exists(sib_path):
+            sib = sr.read_cpu_list(sib_path)
+            if not sib.known or not sib.value:
+                why_tpc = sib.unknown or f"{sib_path} is empty"
+            elif c not in sib.value:
+                why_tpc = f"{sib_path} ({format_cpu_list(sib.value)}) does not contain cpu{c}"
+            else:
+                siblings_sizes.append(len(sib.value))
+    if why is not None:
+        u = unknown(why, topo_src)
+        return u, u, u, u
+    sockets: Fact[int] = known(len(packages), topo_src)
+    if why_tpc is not None:
+        u = unknown(why_tpc, topo_src)
+        return sockets, u, u, u
+    tpc = max(Counter(siblings_sizes).most_common(1)[0][0], 1) if siblings_sizes else 1
+    n = len(online_list)
+    return (
+        sockets,
+        known(n // tpc // max(len(packages), 1), topo_src),
+        known(tpc, topo_src),
+        known(n // tpc, topo_src),
+    )
 
+
+def collect_cpu(sr: Sysroot) -> CpuFacts:
+    cid, procs = _cpu_id(sr)
+    af = _ArchFeatures(cid.arch, cid.features)
+    crc32 = (
+        af.on(("x86", "i386", "i586", "i686"), "sse4_2")
+        if (cid.arch.value or "").startswith(("x86", "i386", "i586", "i686"))
+        else af.on(("aarch64",), "crc32")
+    )
+    online, online_list, logical = _online(sr, procs)
+    sockets, cps, threads_per_core, physical = _topology(sr, online_list)
+    x86 = ("x86", "i386", "i586", "i686")
     return CpuFacts(
-        arch=arch,
-        vendor=vendor,
-        model=model,
-        family=family,
-        implementer=implementer,
-        part=part,
-        model_name=model_name,
+        arch=cid.arch,
+        vendor=cid.vendor,
+        model=cid.model,
+        family=cid.family,
+        implementer=cid.implementer,
+        part=cid.part,
+        model_name=cid.model_name,
         logical_cpus=logical,
         online_cpus=online,
         sockets=sockets,
@@ -204,40 +317,105 @@ def collect_cpu(sr: Sysroot) -> CpuFacts:
         physical_cores=physical,
         numa_nodes=collect_numa(sr),
         caches=collect_caches(sr, online_list),
-        features=features,
-        has_lse=has_lse,
-        has_sve=has_sve,
-        has_crc32=has_crc32,
-        has_avx2=has_avx2,
-        has_avx512=has_avx512,
+        features=cid.features,
+        has_lse=af.on(("aarch64",), "atomics"),
+        has_sve=af.on(("aarch64",), "sve"),
+        has_crc32=crc32,
+        has_avx2=af.on(x86, "avx2"),
+        has_avx512=af.on(x86, "avx512f"),
         governor=collect_governor(sr, online_list),
     )
 
 
+def _node_memtotal(sr: Sysroot, path: str) -> int | None:
+    """MemTotal of a node meminfo file; None when absent. Garbage raises ValueError."""
+    for line in (sr.read_text(path) or "").splitlines():
+        if "MemTotal:" in line:
+            tail = line.split("MemTotal:", 1)[1]
+            try:
+                return parse_size(tail)
+            except ValueError as exc:
+                raise ValueError(f"{path}: MemTotal {tail.strip()[:24]!r}: {exc}") from None
+    return None
+
+
 def collect_numa(sr: Sysroot) -> Fact[list[NumaNode]]:
-    names = [n for n in sr.listdir(SYS_NODE) if n.startswith("node") and n[4:].isdigit()]
+    names = [n for n in sr.listdir(SYS_NODE) if n.startswith("node") and _DIGITS.fullmatch(n[4:])]
     if not names:
         if sr.exists(SYS_NODE):
             return unknown("no node directories", SYS_NODE)
         return unknown("kernel without NUMA support in sysfs", SYS_NODE)
+    src = f"{SYS_NODE}/node*/{{cpulist,meminfo}}"
     nodes: list[NumaNode] = []
     for name in sorted(names, key=lambda n: int(n[4:])):
-        nid = int(name[4:])
-        cpus = (sr.read_text(f"{SYS_NODE}/{name}/cpulist") or "").strip()
-        mem: int | None = None
-        for line in (sr.read_text(f"{SYS_NODE}/{name}/meminfo") or "").splitlines():
-            if "MemTotal:" in line:
-                tail = line.split("MemTotal:", 1)[1]
-                try:
-                    mem = parse_size(tail)
-                except ValueError:
-                    mem = None
+        path = f"{SYS_NODE}/{name}/cpulist"
+        text = sr.read_text(path)
+        cpus = sr.read_cpu_list(path)
+        if text is not None and text.strip() and not cpus.known:
+            return unknown(cpus.unknown or "?", src)
+        try:
+            mem = _node_memtotal(sr, f"{SYS_NODE}/{name}/meminfo")
+        except ValueError as exc:
+            return unknown(str(exc), src)
         nodes.append(
             NumaNode(
-                node=nid, cpus=cpus, cpu_count=len(parse_cpu_list(cpus)), memory_total_bytes=mem
+                node=int(name[4:]),
+                cpus=format_cpu_list(cpus.value or []),
+                cpu_count=len(cpus.value or []),
+                memory_total_bytes=mem,
             )
         )
-    return known(nodes, f"{SYS_NODE}/node*/{{cpulist,meminfo}}")
+    return known(nodes, src)
+
+
+def _shared_group(sr: Sysroot, path: str) -> frozenset[int] | None:
+    """The CPUs sharing a cache, None when the file is absent; garbage raises ValueError."""
+    if not sr.exists(path):
+        return None
+    f = sr.read_cpu_list(path)
+    if not f.known:
+        raise ValueError(f.unknown)
+    return frozenset(f.value or [])
+
+
+def _cache_level(sr: Sysroot, d: str, idx: str, online: list[int]) -> CacheLevel | None:
+    """One cache index directory; None if it has no level. Garbage raises ValueError."""
+
+    def present_bad(f: Fact[Any]) -> bool:
+        return not f.known and sr.exists(f.source)
+
+    level = sr.read_int(f"{d}/level")
+    if not level.known:
+        if present_bad(level):
+            raise ValueError(level.unknown)
+        return None
+    if (level.value or 0) < 1:
+        raise ValueError(f"{d}/level: cache level {level.value} is not positive")
+    raw_type = sr.read_text(f"{d}/type")
+    ctype = "?" if raw_type is None else raw_type.strip()
+    if raw_type is not None and ctype not in CACHE_TYPES:
+        raise ValueError(f"{d}/type: unexpected content {ctype[:40]!r}")
+    size_f = sr.read_as(f"{d}/size", parse_size)
+    line = sr.read_int(f"{d}/coherency_line_size")
+    for f in (size_f, line):
+        if present_bad(f):
+            raise ValueError(f.unknown)
+    shared = _shared_group(sr, f"{d}/shared_cpu_list")
+    # distinct instances of this cache across online CPUs
+    groups: set[frozenset[int]] = set()
+    for c in online:
+        g = _shared_group(sr, f"{SYS_CPU}/cpu{c}/cache/{idx}/shared_cpu_list")
+        if g is not None:
+            groups.add(g)
+    line_v = line.value if line.known and line.value and line.value > 0 else None
+    return CacheLevel(
+        level=level.get(0),
+        type=ctype,
+        size_bytes=size_f.value if size_f.known else None,
+        line_size_bytes=line_v,
+        shared_cpu_count=len(shared) if shared else None,
+        instances=len(groups) or None,
+    )
 
 
 def collect_caches(sr: Sysroot, online: list[int]) -> Fact[list[CacheLevel]]:
@@ -249,48 +427,35 @@ def collect_caches(sr: Sysroot, online: list[int]) -> Fact[list[CacheLevel]]:
     if not indexes:
         return unknown("no cache information in sysfs (common in VMs and some arm64 firmware)", src)
     out: list[CacheLevel] = []
-    for idx in sorted(indexes, key=lambda i: int(i[5:]) if i[5:].isdigit() else 99):
-        d = f"{base}/{idx}"
-        level = sr.read_int(f"{d}/level")
-        if not level.known:
-            continue
-        ctype = (sr.read_text(f"{d}/type") or "?").strip()
-        size_f = sr.read_as(f"{d}/size", parse_size)
-        line = sr.read_int(f"{d}/coherency_line_size")
-        shared = (sr.read_text(f"{d}/shared_cpu_list") or "").strip()
-        shared_n = len(parse_cpu_list(shared)) if shared else None
-        # distinct instances of this cache across online CPUs
-        groups: set[str] = set()
-        for c in online:
-            g = sr.read_text(f"{SYS_CPU}/cpu{c}/cache/{idx}/shared_cpu_list")
-            if g is not None:
-                groups.add(g.strip())
-        line_v = line.value if line.known and line.value and line.value > 0 else None
-        out.append(
-            CacheLevel(
-                level=level.get(0),
-                type=ctype,
-                size_bytes=size_f.value if size_f.known else None,
-                line_size_bytes=line_v,
-                shared_cpu_count=shared_n,
-                instances=len(groups) or None,
-            )
-        )
+    order = sorted(indexes, key=lambda i: int(i[5:]) if _DIGITS.fullmatch(i[5:]) else 99)
+    for idx in order:
+        try:
+            lvl = _cache_level(sr, f"{base}/{idx}", idx, online)
+        except ValueError as exc:
+            return unknown(str(exc), src)
+        if lvl is not None:
+            out.append(lvl)
     return known(out, src)
 
 
 def collect_governor(sr: Sysroot, online: list[int]) -> Fact[str]:
-    govs: set[str] = set()
-    for c in online:
-        g = sr.read_text(f"{SYS_CPU}/cpu{c}/cpufreq/scaling_governor")
-        if g is not None:
-            govs.add(g.strip())
-    if not govs:
-        for pol in sr.listdir(f"{SYS_CPU}/cpufreq"):
-            g = sr.read_text(f"{SYS_CPU}/cpufreq/{pol}/scaling_governor")
-            if g is not None:
-                govs.add(g.strip())
     src = f"{SYS_CPU}/cpu*/cpufreq/scaling_governor"
+    paths = [f"{SYS_CPU}/cpu{c}/cpufreq/scaling_governor" for c in online]
+    govs: set[str] = set()
+    for _ in range(2):
+        for path in paths:
+            g = sr.read_text(path)
+            if g is None:
+                continue
+            g = g.strip()
+            if not _GOVERNOR.fullmatch(g):
+                return unknown(f"{path}: unexpected content {g[:40]!r}", src)
+            govs.add(g)
+        if govs:
+            break
+        paths = [
+            f"{SYS_CPU}/cpufreq/{pol}/scaling_governor" for pol in sr.listdir(f"{SYS_CPU}/cpufreq")
+        ]
     if not govs:
         return unknown("no cpufreq driver (typical of VMs; frequency is the host's)", src)
     return known(",".join(sorted(govs)), src)

@@ -25,9 +25,20 @@ SCHED_KNOBS = (
 )
 
 
+_RELEASE = re.compile(r"([0-9]{1,5})\.([0-9]{1,5})[A-Za-z0-9._+~-]*")
+
+
 def parse_release(release: str) -> list[int] | None:
-    m = re.match(r"(\d+)\.(\d+)", release)
+    m = re.match(r"([0-9]{1,5})\.([0-9]{1,5})", release)
     return [int(m.group(1)), int(m.group(2))] if m else None
+
+
+def _release(sr: Sysroot) -> Fact[str]:
+    release = sr.read("/proc/sys/kernel/osrelease")
+    if release.known and not _RELEASE.fullmatch(release.value or ""):
+        why = f"{release.source}: unexpected content {(release.value or '')[:40]!r}"
+        return unknown(why, release.source)
+    return release
 
 
 def kernel_config(sr: Sysroot, release: str | None) -> tuple[str | None, str]:
@@ -53,12 +64,13 @@ def config_option(text: str, name: str) -> bool | None:
 
 
 def collect_kernel(sr: Sysroot) -> KernelFacts:
-    release = sr.read("/proc/sys/kernel/osrelease")
-    ver = sr.read("/proc/version")
+    release = _release(sr)
+    ver = sr.read_line("/proc/version")
     mm = parse_release(release.value) if release.known and release.value else None
-    mm_f: Fact[list[int]] = (
-        known(mm, release.source) if mm else unknown("no kernel release", release.source)
+    no_release = (
+        f"no kernel release ({release.unknown})" if release.unknown else "no kernel release"
     )
+    mm_f: Fact[list[int]] = known(mm, release.source) if mm else unknown(no_release, release.source)
 
     knobs: dict[str, Fact[str]] = {}
     proc_names = [n for n in sr.listdir(PROC_SCHED) if n.startswith("sched_")]
@@ -69,14 +81,14 @@ def collect_kernel(sr: Sysroot) -> KernelFacts:
     if any(n[len("sched_") :] in moved for n in proc_names):
         location = known("procfs", PROC_SCHED)
         for n in SCHED_KNOBS:
-            f = sr.read(f"{PROC_SCHED}/sched_{n}")
-            if f.known:
+            f = sr.read_line(f"{PROC_SCHED}/sched_{n}")
+            if f.known or sr.exists(f.source):  # garbage: unknown with the reason
                 knobs[n] = f
     elif debug_names:
         location = known("debugfs", DEBUG_SCHED)
         for n in SCHED_KNOBS:
-            f = sr.read(f"{DEBUG_SCHED}/{n}")
-            if f.known:
+            f = sr.read_line(f"{DEBUG_SCHED}/{n}")
+            if f.known or sr.exists(f.source):  # garbage: unknown with the reason
                 knobs[n] = f
     elif mm and mm >= [5, 13]:
         location = known("debugfs", f"kernel {release.value} >= 5.13")
@@ -103,7 +115,7 @@ def collect_kernel(sr: Sysroot) -> KernelFacts:
         file_thp = unknown("kernel config not available (/boot/config-*, /proc/config.gz)", cfg_src)
 
     madv: Fact[bool] = (
-        known(mm >= [6, 1], release.source) if mm else unknown("no kernel release", release.source)
+        known(mm >= [6, 1], release.source) if mm else unknown(no_release, release.source)
     )
     return KernelFacts(
         release=release,

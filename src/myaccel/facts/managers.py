@@ -59,10 +59,9 @@ def tuned_sysctls(sr: Sysroot, profile: str, depth: int = 0) -> dict[str, str]:
 def collect_managers(sr: Sysroot) -> ManagerFacts:
     procs = running(sr, {"tuned", "atuned", "bpftune"})
     src = "/proc/*/comm"
-    profile = sr.read(TUNED_ACTIVE)
     prof_f: Fact[str] = (
-        profile
-        if profile.known and profile.value
+        sr.read_line(TUNED_ACTIVE)
+        if (sr.read_text(TUNED_ACTIVE) or "").strip()
         else unknown("no active tuned profile", TUNED_ACTIVE)
     )
     sysctls: Fact[dict[str, str]] = (

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from myaccel.facts.sysroot import Sysroot, parse_size
+import re
+
+from myaccel.facts.sysroot import Sysroot, parse_int, parse_size
 from myaccel.model import Fact, MemoryFacts, known, unknown
 
 MEMINFO = "/proc/meminfo"
@@ -11,24 +13,41 @@ UNLIMITED_V1 = 1 << 62  # v1 reports "no limit" as a page-rounded LONG_MAX
 
 
 def parse_meminfo(text: str) -> dict[str, int]:
+    return parse_meminfo_checked(text)[0]
+
+
+def parse_meminfo_checked(text: str) -> tuple[dict[str, int], dict[str, str]]:
+    """(values, why) where ``why`` maps the keys whose value is garbage to the reason."""
     out: dict[str, int] = {}
+    bad: dict[str, str] = {}
     for line in text.splitlines():
         k, _, v = line.partition(":")
         v = v.strip()
         if not v:
             continue
         try:
-            out[k.strip()] = parse_size(v) if v.endswith("kB") else int(v.split()[0])
-        except ValueError:
+            out[k.strip()] = parse_size(v) if v.endswith("kB") else parse_int(v.split()[0])
+        except ValueError as exc:
+            bad[k.strip()] = f"{MEMINFO}: {k.strip()[:40]!r} is {v[:40]!r}: {exc}"
             continue
-    return out
+        if out[k.strip()] < 0:
+            bad[k.strip()] = f"{MEMINFO}: {k.strip()[:40]!r} is negative ({v[:40]!r})"
+            del out[k.strip()]
+    return out, bad
+
+
+_CHOICE = re.compile(r"[A-Za-z0-9_+-]+")
 
 
 def selected_choice(text: str) -> str:
-    """``always [madvise] never`` -> ``madvise``; a plain value is returned as is."""
+    """``always [madvise] never`` -> ``madvise``; a plain value is returned as is.
+
+    Raises ValueError when the text is not such a choice list (garbage)."""
     t = text.strip()
     if "[" in t and "]" in t:
-        return t[t.index("[") + 1 : t.index("]")]
+        t = t[t.index("[") + 1 : t.index("]")]
+    if not _CHOICE.fullmatch(t):
+        raise ValueError(f"unexpected content {text.strip()[:40]!r}")
     return t
 
 
@@ -66,6 +85,7 @@ def cgroup_memory(sr: Sysroot, cgroup_file: str) -> tuple[Fact[str], Fact[str], 
 def _walk_limit(sr: Sysroot, base: str, path: str, fname: str) -> Fact[int]:
     parts = [p for p in path.strip("/").split("/") if p]
     best: int | None = None
+    binding = ""
     seen: list[str] = []
     for depth in range(len(parts), -1, -1):
         d = base + ("/" + "/".join(parts[:depth]) if depth else "")
@@ -77,24 +97,34 @@ def _walk_limit(sr: Sysroot, base: str, path: str, fname: str) -> Fact[int]:
         if raw == "max":
             continue
         try:
-            val = int(raw)
+            val = parse_int(raw)
         except ValueError:
-            continue
+            return unknown(f"{d}/{fname}: unexpected content {raw[:40]!r}", f"{d}/{fname}")
+        if val < 0:
+            return unknown(f"{d}/{fname}: negative limit {raw[:40]!r}", f"{d}/{fname}")
         if val >= UNLIMITED_V1:
             continue
-        best = val if best is None else min(best, val)
+        if best is None or val < best:
+            best, binding = val, f"{d}/{fname}"
     if not seen:
         return unknown(f"no {fname} readable for {path}", f"{base}{path}/{fname}")
-    return Fact[int](value=best, source=seen[0])  # None: no limit anywhere on the path
+    if best is not None:
+        return known(best, binding)
+    # None: no limit anywhere on the path (every file on it says so)
+    return Fact[int](value=None, source=seen[0] if len(seen) == 1 else f"{seen[0]} and parents")
 
 
 def collect_memory(sr: Sysroot) -> MemoryFacts:
     text = sr.read_text(MEMINFO)
-    mi = parse_meminfo(text) if text else {}
+    mi, bad = parse_meminfo_checked(text) if text else ({}, {})
 
     def m(key: str) -> Fact[int]:
-        if not text:
+        if text is None:
             return unknown("cannot read /proc/meminfo", MEMINFO)
+        if not text.strip():
+            return unknown("/proc/meminfo is empty", MEMINFO)
+        if key in bad:
+            return unknown(bad[key], MEMINFO)
         if key not in mi:
             return unknown(f"{key} not in /proc/meminfo", MEMINFO)
         return known(mi[key], MEMINFO)
@@ -116,7 +146,10 @@ def collect_memory(sr: Sysroot) -> MemoryFacts:
         f = sr.read(f"{THP}/{name}")
         if not f.known or f.value is None:
             return f
-        return known(selected_choice(f.value), f.source)
+        try:
+            return known(selected_choice(f.value), f.source)
+        except ValueError as exc:
+            return unknown(f"{f.source}: {exc}", f.source)
 
     hugetext = sr.read(f"{THP}/hugetext_enabled")
     if not hugetext.known:

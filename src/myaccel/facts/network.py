@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from myaccel.facts.sysroot import Sysroot
+from myaccel.facts.sysroot import Sysroot, format_cpu_list
 from myaccel.model import Fact, Irq, NetInterface, NetworkFacts, known, unknown
 
 NET = "/sys/class/net"
@@ -86,18 +86,18 @@ def collect_network(sr: Sysroot) -> NetworkFacts:
         irqs: list[Irq] = []
         for n in sorted(irq_nums):
             il_opt = by_irq.get(n)
-            aff = sr.read_text(f"/proc/irq/{n}/smp_affinity_list")
+            aff = sr.read_cpu_list(f"/proc/irq/{n}/smp_affinity_list")
             irqs.append(
                 Irq(
                     irq=n,
                     name=il_opt.name if il_opt else "",
-                    affinity=aff.strip() if aff is not None else None,
+                    affinity=format_cpu_list(aff.value) if aff.known and aff.value else None,
                     count=sum(il_opt.counts) if il_opt else None,
                 )
             )
         mtu = sr.read_int(f"{base}/mtu")
         speed = sr.read_int(f"{base}/speed")
-        oper = sr.read(f"{base}/operstate")
+        oper = sr.read_line(f"{base}/operstate")
         ifaces.append(
             NetInterface(
                 name=name,

@@ -28,6 +28,17 @@ def show(f: Fact[Any], fmt: Any = str, *, none: str = "none") -> str:
     return str(fmt(f.value))
 
 
+def _short(f: Fact[Any]) -> str:
+    """The value, or "?" when unknown (the reason is shown once by ``_reasons``)."""
+    return "?" if not f.known else str(f.value)
+
+
+def _reasons(*facts: Fact[Any]) -> str:
+    """``; unknown: reason1; reason2`` for the unknown facts of one line, each reason once."""
+    why = list(dict.fromkeys(f.unknown for f in facts if f.unknown))
+    return f"; unknown: {'; '.join(why)}" if why else ""
+
+
 def yesno(b: bool) -> str:
     return "yes" if b else "no"
 
@@ -43,13 +54,16 @@ def sections(facts: Facts) -> list[Section]:
     )
     out: list[Section] = []
     model = show(c.model)
-    if c.implementer.known:
-        model += f" [implementer {c.implementer.value}, part {c.part.value}]"
-    topo = (
-        f"{show(c.sockets)} socket(s) x {show(c.cores_per_socket)} cores x "
-        f"{show(c.threads_per_core)} thread(s) = {show(c.logical_cpus)} CPUs (online {show(c.online_cpus)})"
+    if c.implementer.known or c.part.known:
+        model += f" [implementer {_short(c.implementer)}, part {_short(c.part)}]"
+    if not c.model.known and c.vendor.known:
+        model = f"{c.vendor.value}, model {model}"
+    counts = (c.sockets, c.cores_per_socket, c.threads_per_core, c.logical_cpus, c.online_cpus)
+    so, co, th, lo, on = (_short(f) for f in counts)
+    topo = f"{so} socket(s) x {co} cores x {th} thread(s) = {lo} CPUs (online {on})" + _reasons(
+        *counts
     )
-    numa = "unknown"
+    numa = show(c.numa_nodes)
     if c.numa_nodes.known and c.numa_nodes.value is not None:
         numa = f"{len(c.numa_nodes.value)} node(s): " + "; ".join(
             f"node{nd.node} cpus {nd.cpus} mem {human_bytes(nd.memory_total_bytes)}"
@@ -84,7 +98,7 @@ def sections(facts: Facts) -> list[Section]:
                 ("topology", topo),
                 ("NUMA", numa),
                 ("caches", caches),
-                ("features", ", ".join(feats) or "unknown"),
+                ("features", ", ".join(feats) or show(c.features)),
                 ("governor", show(c.governor)),
             ],
         )

@@ -9,7 +9,7 @@ from typing import Any
 import pymysql
 
 from myaccel.facts.memory import cgroup_memory
-from myaccel.facts.sysroot import Sysroot
+from myaccel.facts.sysroot import Sysroot, parse_cpu_list
 from myaccel.model import Fact, ServerFacts, known, unknown
 from myaccel.server.connection import ConnectParams, connect, query_rows
 from myaccel.server.flavor import parse_server_version
@@ -71,14 +71,8 @@ def _collect(
             st = sr.read_text(f"/proc/{p}/status") or ""
             c = _status_field(st, "Cpus_allowed_list")
             mm = _status_field(st, "Mems_allowed_list")
-            cpus = (
-                known(c, f"/proc/{p}/status") if c else unknown("not readable", f"/proc/{p}/status")
-            )
-            mems = (
-                known(mm, f"/proc/{p}/status")
-                if mm
-                else unknown("not readable", f"/proc/{p}/status")
-            )
+            cpus = _cpu_list_field(c, "Cpus_allowed_list", f"/proc/{p}/status")
+            mems = _cpu_list_field(mm, "Mems_allowed_list", f"/proc/{p}/status")
             cg_limit = cgroup_memory(sr, f"/proc/{p}/cgroup")[2]
         else:
             why = pid.unknown or "no pid"
@@ -100,6 +94,17 @@ def _collect(
         variables=known(variables, "SHOW GLOBAL VARIABLES"),
         status=known(status, "SHOW GLOBAL STATUS"),
     )
+
+
+def _cpu_list_field(value: str | None, key: str, src: str) -> Fact[str]:
+    """A ``Cpus_allowed_list``-style field: known when it parses as a CPU list."""
+    if not value:
+        return unknown("not readable", src)
+    try:
+        parse_cpu_list(value)
+    except ValueError as exc:
+        return unknown(f"{src}: {key} {value[:40]!r}: {exc}", src)
+    return known(value, src)
 
 
 def pid_from_file(pid_file: str) -> Fact[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from myaccel.facts.sysroot import Sysroot
@@ -61,6 +62,27 @@ def find_mount(mounts: list[Mount], path: str) -> Mount | None:
     return best
 
 
+_SCHEDULERS = re.compile(r"(?:\[?[A-Za-z0-9_-]+\]?\s*)+")
+
+
+def _scheduler(raw: Fact[str]) -> tuple[Fact[str], Fact[list[str]]]:
+    """(selected, available) from ``mq-deadline [none]``; garbage is unknown."""
+    if not raw.known or raw.value is None:
+        return raw, unknown(raw.unknown or "?", raw.source)
+    v = raw.value
+    if v and _SCHEDULERS.fullmatch(v) and "[" not in v + "]" and len(v.split()) == 1:
+        return known(v, raw.source), known([v], raw.source)  # "none": no elevator support
+    if not v or not _SCHEDULERS.fullmatch(v) or v.count("[") != 1 or v.count("]") != 1:
+        u = unknown(f"{raw.source}: unexpected content {v[:40]!r}", raw.source)
+        return u, u
+    sel = v[v.index("[") + 1 : v.index("]")]
+    avail = v.replace("[", "").replace("]", "").split()
+    if sel not in avail:
+        u = unknown(f"{raw.source}: unexpected content {v[:40]!r}", raw.source)
+        return u, u
+    return known(sel, raw.source), known(avail, raw.source)
+
+
 def collect_storage(sr: Sysroot, path: str) -> StorageFacts:
     if sr.live:
         path = os.path.realpath(path)
@@ -108,7 +130,11 @@ def collect_storage(sr: Sysroot, path: str) -> StorageFacts:
             why = f"/sys/dev/block/{m.dev} not found"
         else:
             name = real.rstrip("/").rsplit("/", 1)[-1]
-            if sr.exists(f"{real}/partition"):
+            parent = real.rstrip("/").rsplit("/", 1)[0]
+            # a partition has a "partition" file; without it, its parent disk holds the queue
+            if sr.exists(f"{real}/partition") or (
+                sr.exists(f"{parent}/queue") and not sr.exists(f"{real}/queue")
+            ):
                 name = real.rstrip("/").rsplit("/", 2)[-2]
             disk = name
             # device-mapper / md: report the first slave disk's queue settings
@@ -122,22 +148,14 @@ def collect_storage(sr: Sysroot, path: str) -> StorageFacts:
             return unknown(why, "/sys/block")
         return sr.read(f"{blk}/queue/{fn}")
 
-    sched_raw = q("scheduler")
-    if sched_raw.known and sched_raw.value is not None:
-        avail = sched_raw.value.replace("[", "").replace("]", "").split()
-        sel = sched_raw.value
-        if "[" in sel:
-            sel = sel[sel.index("[") + 1 : sel.index("]")]
-        scheduler: Fact[str] = known(sel, sched_raw.source)
-        avail_f: Fact[list[str]] = known(avail, sched_raw.source)
-    else:
-        scheduler = sched_raw
-        avail_f = unknown(sched_raw.unknown or "?", sched_raw.source)
+    scheduler, avail_f = _scheduler(q("scheduler"))
     rot = q("rotational")
     rot_f: Fact[bool] = (
         known(rot.value == "1", rot.source)
-        if rot.known
-        else unknown(rot.unknown or "?", rot.source)
+        if rot.known and rot.value in ("0", "1")
+        else unknown(
+            rot.unknown or f"{rot.source}: unexpected content {rot.value!r:.40}", rot.source
+        )
     )
     nr = sr.read_int(f"{blk}/queue/nr_requests") if disk else unknown(why, "/sys/block")
     model = (

@@ -8,6 +8,7 @@ so that facts read from a fixture tree look like those read from a live machine.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -73,13 +74,26 @@ class Sysroot:
         raw = self.read(logical)
         if not raw.known or raw.value is None:
             return unknown(raw.unknown or "empty", logical)
+        if not raw.value:
+            return unknown(f"{logical} is empty", logical)
         try:
             return known(conv(raw.value), logical)
         except (ValueError, IndexError) as exc:
-            return unknown(f"unexpected content {raw.value[:40]!r}: {exc}", logical)
+            msg, shown = str(exc), repr(raw.value[:40])
+            if shown in msg:  # the message already quotes the whole content
+                return unknown(f"{logical}: {msg}", logical)
+            return unknown(f"{logical}: unexpected content {shown}: {msg}", logical)
+
+    def read_line(self, logical: str) -> Fact[str]:
+        """A one-line text value (a name, a version); binary or control bytes are unknown."""
+        return self.read_as(logical, printable_line)
 
     def read_int(self, logical: str) -> Fact[int]:
-        return self.read_as(logical, lambda s: int(s.split()[0]))
+        return self.read_as(logical, parse_int)
+
+    def read_cpu_list(self, logical: str) -> Fact[list[int]]:
+        """A kernel CPU list file (``0-3,8``); garbage, empty or missing is unknown."""
+        return self.read_as(logical, parse_cpu_list)
 
     def listdir(self, logical: str) -> list[str]:
         try:
@@ -105,26 +119,79 @@ class Sysroot:
             return str(real)
 
 
+# Largest CPU number accepted in a CPU list (the kernel's NR_CPUS tops out at 8192 today);
+# a bigger number is garbage, and a range up to it would exhaust memory.
+MAX_CPU = 1 << 16
+_CPU_ITEM = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+)(?:/([0-9]+))?)?)?")
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _cpu_number(digits: str, item: str) -> int:
+    n = int(digits)
+    if n >= MAX_CPU:
+        raise ValueError(f"CPU number {digits[:12]} in {item[:24]!r} is out of range")
+    return n
+
+
 def parse_cpu_list(text: str) -> list[int]:
-    """Parse a kernel CPU list such as ``0-3,8,10-11`` into sorted CPU numbers."""
+    """Parse a kernel CPU list such as ``0-3,8,10-11`` into sorted CPU numbers.
+
+    Accepts what the kernel prints and reads (``N``, ``N-M``, ``N-M:used/group``, and the
+    historical ``N-M:stride``), separated by commas, with surrounding whitespace. Anything
+    else (NUL bytes, letters, ``0-``, ``3-1``, negative or huge numbers) raises a
+    ``ValueError`` that says what is wrong. An empty text is the empty list.
+    """
     cpus: set[int] = set()
     text = text.strip()
     if not text:
         return []
     for raw in text.split(","):
-        part = raw.strip()
-        if not part:
+        item = raw.strip()
+        m = _CPU_ITEM.fullmatch(item)
+        if m is None:
+            raise ValueError(f"{item[:24]!r} is not a CPU number or range")
+        lo = _cpu_number(m.group(1), item)
+        if m.group(2) is None:
+            cpus.add(lo)
             continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            step = 1
-            if ":" in hi:  # 0-15:2 stride form
-                hi, st = hi.split(":", 1)
-                step = int(st.split("/")[0])
-            cpus.update(range(int(lo), int(hi) + 1, step))
-        else:
-            cpus.add(int(part))
+        hi = _cpu_number(m.group(2), item)
+        if hi < lo:
+            raise ValueError(f"range {item[:24]!r} ends before it starts")
+        used, group = m.group(3), m.group(4)
+        if used is None:
+            cpus.update(range(lo, hi + 1))
+        elif group is None:  # N-M:stride
+            step = int(used)
+            if step < 1:
+                raise ValueError(f"stride in {item[:24]!r} must be at least 1")
+            cpus.update(range(lo, hi + 1, step))
+        else:  # N-M:used/group, as the kernel's bitmap_parselist
+            u, g = int(used), int(group)
+            if not 0 < u <= g:
+                raise ValueError(f"{item[:24]!r}: need 0 < used <= group size")
+            cpus.update(c for c in range(lo, hi + 1) if (c - lo) % g < u)
     return sorted(cpus)
+
+
+def printable_line(text: str) -> str:
+    """The stripped text when it is one line of printable characters, else ValueError."""
+    t = text.strip()
+    if "\ufffd" in t or not t.isprintable():
+        raise ValueError("not printable text (binary or control bytes)")
+    return t
+
+
+def parse_int(text: str) -> int:
+    """One decimal integer (a sysctl or sysfs number); anything else raises ValueError."""
+    t = text.strip()
+    if not _INT.fullmatch(t):
+        raise ValueError("not an integer")
+    if len(t.lstrip("+-")) > 20:
+        raise ValueError("number out of the 64-bit range")
+    v = int(t)
+    if not -(1 << 63) <= v < 1 << 64:
+        raise ValueError("number out of the 64-bit range")
+    return v
 
 
 def format_cpu_list(cpus: list[int]) -> str:
@@ -141,13 +208,16 @@ def format_cpu_list(cpus: list[int]) -> str:
     return ",".join(out)
 
 
+_SIZE = re.compile(r"([0-9]+)(kB|KB|K|M|G)?")
+_SIZE_MULT = {None: 1, "kB": 1024, "KB": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
 def parse_size(text: str) -> int:
     """Parse sizes as the kernel prints them: ``32K``, ``1024K``, ``64M``, ``123 kB``."""
     t = text.strip().replace(" ", "")
-    mult = 1
-    for suffix, m in (("kB", 1024), ("KB", 1024), ("K", 1024), ("M", 1024**2), ("G", 1024**3)):
-        if t.endswith(suffix):
-            mult = m
-            t = t[: -len(suffix)]
-            break
-    return int(t) * mult
+    m = _SIZE.fullmatch(t)
+    if m is None:
+        raise ValueError(f"{t[:24]!r} is not a size")
+    if len(m.group(1)) > 20 or int(m.group(1)) * _SIZE_MULT[m.group(2)] >= 1 << 64:
+        raise ValueError(f"size {t[:24]!r} out of the 64-bit range")
+    return int(m.group(1)) * _SIZE_MULT[m.group(2)]

@@ -508,15 +508,21 @@ class ServerKnobs:
             raise CatalogError(f"formula of {k.name} failed: {exc}") from exc
         return _coerce(k.spec, result, k.values)
 
-    def parse_value(self, name: str, text: str | KnobValue) -> KnobValue:
-        """Normalize a value for this server and check it against the documented range."""
+    def coerce(self, name: str, text: str | KnobValue) -> KnobValue:
+        """Normalize a value by the knob's type on this server (this version's enum
+        values), without the range check: ``InvalidKnobValue`` if it is not of the type."""
         k = self._existing(name)
         try:
-            value = _coerce(k.spec, text, k.values)
+            return _coerce(k.spec, text, k.values)
         except ValueSyntaxError as exc:
             raise InvalidKnobValue(
                 f"invalid value for {k.name}: {exc}", hint=_value_hint(k)
             ) from exc
+
+    def parse_value(self, name: str, text: str | KnobValue) -> KnobValue:
+        """Normalize a value for this server and check it against the documented range."""
+        k = self._existing(name)
+        value = self.coerce(name, text)
         sentinel = k.auto.sentinel if k.auto else None
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value != sentinel:
             if k.min is not None and value < k.min:
@@ -649,6 +655,11 @@ class Catalog:
     def get(self, name: str) -> KnobSpec | None:
         """The knob's flavor-independent description, or None (names: ``_`` or ``-``)."""
         return self._by_name.get(_normalize_name(name))
+
+    def is_durability(self, name: str) -> bool:
+        """True when changing the knob can lose committed data on a crash (any value)."""
+        s = self.get(name)
+        return s is not None and s.durability
 
     def spec(self, name: str) -> KnobSpec:
         s = self.get(name)

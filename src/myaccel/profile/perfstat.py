@@ -43,7 +43,7 @@ from pathlib import Path
 from pydantic import Field
 
 from myaccel import proc
-from myaccel.errors import MyaccelError, ProcessFailed, UsageError
+from myaccel.errors import ExitCode, MyaccelError, ProcessFailed, UsageError
 from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Frozen, PerfFacts
 
@@ -94,7 +94,7 @@ class PerfStatError(MyaccelError):
 class PerfUnknownEvent(PerfStatError):
     """perf could not parse an event name (exit code 129)."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
     code = "perf-unknown-event"
 
 
@@ -602,7 +602,7 @@ def build_perf_stat_argv(
     if (pid is None) == (not system_wide):
         raise UsageError(
             "count either one process (pid) or the whole system, not both or neither",
-            hint="pass --pid PID or --system-wide",
+            hint="count a server process (myaccel profile --pid PID) or the whole system",
         )
     if pid is not None and pid <= 0:
         raise UsageError(f"invalid pid {pid}", hint="pass the server's process id")

@@ -377,18 +377,11 @@ def context_switches_from_proc_stat(
 
 
 def parse_cpulist(text: str) -> list[int]:
-    """``0-3,8,10-11`` -> [0, 1, 2, 3, 8, 10, 11]."""
-    out: list[int] = []
-    for raw in text.strip().split(","):
-        part = raw.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            out.extend(range(int(lo), int(hi) + 1))
-        else:
-            out.append(int(part))
-    return out
+    """``0-3,8,10-11`` -> [0, 1, 2, 3, 8, 10, 11]; garbage raises ValueError (the probe's
+    one strict parser, ``myaccel.facts.sysroot.parse_cpu_list``)."""
+    from myaccel.facts.sysroot import parse_cpu_list
+
+    return parse_cpu_list(text)
 
 
 # ---------------------------------------------------------------- status and micro-arch

@@ -69,6 +69,7 @@ from myaccel.bench.runner import (
     mask_password,
     prepare_dataset,
     run_argv,
+    run_sysbench,
     verify_dataset,
 )
 from myaccel.bench.sysbench_output import parse_output
@@ -916,7 +917,7 @@ def _one_run(
     argv, env = run_argv(spec, target)
     say(f"running {req.workload}: {n_events} events, {req.threads} thread(s), seed {req.seed}")
     t1 = time.monotonic()
-    raw = execute(argv, env, timeout_s=req.timeout_s)
+    raw = execute(argv, env, timeout_s=req.timeout_s, password=target.password)
     workload_s = time.monotonic() - t1
     time.sleep(SETTLE_S)  # sysbench's COM_QUIT is processed inside the window
     if req.tool == "callgrind":
@@ -997,7 +998,7 @@ def _prewarm(target: ConnectParams, req: _Request, say: Progress) -> None:
         "prewarm",
     ]
     say("prewarming the buffer pool")
-    done = proc.run(argv, timeout_s=req.timeout_s)
+    done = run_sysbench(argv, target.password, timeout_s=req.timeout_s)
     if not done.ok:
         tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
         raise ProcessFailed(

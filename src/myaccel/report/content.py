@@ -26,6 +26,7 @@ from myaccel.bench.run_record import CampaignIndex, RunRecord
 from myaccel.errors import UsageError
 from myaccel.model import Facts
 from myaccel.profile.records import Profile
+from myaccel.redact import redact_argv
 from myaccel.report.load import Artifacts, Loaded
 from myaccel.rules.model import LAYERS, Plan, Recommendation
 
@@ -1065,7 +1066,7 @@ def build_content(arts: Artifacts) -> ReportContent:
     command = None
     for e in exps:
         if e.campaign is not None and e.campaign.command:
-            command = shlex.join(e.campaign.command)
+            command = shlex.join(redact_argv(e.campaign.command))
             break
 
     missing: list[str] = []

@@ -18,7 +18,15 @@ from typing import Any, Protocol
 from myaccel import __version__
 from myaccel.errors import UsageError
 from myaccel.model import FACTS_SCHEMA, Facts
-from myaccel.rules.model import LAYERS, Layer, MemoryBudget, Plan, Recommendation, Skipped
+from myaccel.rules.model import (
+    LAYERS,
+    Layer,
+    MemoryBudget,
+    Plan,
+    Recommendation,
+    Skipped,
+    target_knob,
+)
 from myaccel.server.flavor import ServerVersion, parse_server_version
 
 
@@ -261,12 +269,13 @@ def make_plan(
             skipped.append(Skipped(id=spec.id, layer=spec.layer, reason=why))
             continue
         for r in out:
-            if r.group == "durability" and durability != "relaxed":
+            if durability != "relaxed" and (r.group == "durability" or _durability_change(r)):
+                knob = target_knob(r.target) or r.target
                 skipped.append(
                     Skipped(
                         id=r.id,
                         layer=r.layer,
-                        reason="durability knob: only with --durability relaxed",
+                        reason=f"durability knob ({knob}): only with --durability relaxed",
                     )
                 )
                 continue
@@ -309,6 +318,8 @@ def make_plan(
             "version": facts.server.version.value,
             "connection": facts.server.connection,
         }
+    # The digest seals the content, durability included: apply accepts durability-knob
+    # changes only from a relaxed plan whose digest still matches (actions/guard.py).
     return Plan(
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         myaccel_version=__version__,
@@ -321,4 +332,13 @@ def make_plan(
         skipped=skipped,
         memory=memory,
         warnings=warnings,
-    )
+    ).sealed()
+
+
+def _durability_change(r: Recommendation) -> bool:
+    """An applied change to a knob the catalog marks as durability-related (any value:
+    apply refuses every such change in a strict plan)."""
+    from myaccel.knobs.catalog import Catalog
+
+    name = target_knob(r.target)
+    return r.action == "apply" and name is not None and Catalog.load().is_durability(name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal
 
 from pydantic import Field
@@ -33,6 +35,29 @@ class Recommendation(Frozen):
     verify: str
     group: str = "default"  # "durability" for the opt-in group
     confidence: Literal["high", "medium", "low"] = "medium"
+
+
+# Option-file groups the server reads its own options from.
+SERVER_GROUPS = ("mysqld", "server", "mariadb", "mariadbd")
+
+
+def target_knob(target: str) -> str | None:
+    """The server variable a ``mysql:NAME`` or ``mycnf:GROUP/OPTION`` target sets
+    (``loose-``/``skip-`` prefixes dropped, dashes as underscores), else None."""
+    if target.startswith("mysql:"):
+        name = target.removeprefix("mysql:")
+    elif target.startswith("mycnf:"):
+        group, _, name = target.removeprefix("mycnf:").partition("/")
+        g = group.strip().lower()
+        if not name or not (g in SERVER_GROUPS or g.startswith(("mysqld-", "mariadb-"))):
+            return None
+    else:
+        return None
+    name = name.strip().lower().replace("-", "_")
+    for prefix in ("loose_", "skip_", "enable_", "disable_"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return name or None
 
 
 class Skipped(Frozen):
@@ -70,3 +95,21 @@ class Plan(Frozen):
     skipped: list[Skipped] = Field(default_factory=list)
     memory: MemoryBudget | None = None
     warnings: list[str] = Field(default_factory=list)
+    # sha256 of everything above (durability included), set by `myaccel plan`: apply
+    # accepts durability-knob changes only from a relaxed plan whose digest still matches.
+    # None in plans made before myaccel recorded it.
+    digest: str | None = None
+
+    def content_digest(self) -> str:
+        """The digest of this plan's content (every field but ``digest``)."""
+        doc = self.model_dump(mode="json", exclude={"digest"})
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def sealed(self) -> Plan:
+        """This plan with ``digest`` set to its content digest."""
+        return self.model_copy(update={"digest": self.content_digest()})
+
+    @property
+    def digest_ok(self) -> bool:
+        return self.digest is not None and self.digest == self.content_digest()

@@ -456,7 +456,8 @@ def flush_neighbors(ctx: RuleContext) -> list[Recommendation]:
 )
 def flush_method(ctx: RuleContext) -> list[Recommendation]:
     """Data pages cached twice (buffer pool and page cache) waste memory; O_DIRECT avoids
-    it. Not on filesystems without O_DIRECT support (tmpfs)."""
+    it. Not on filesystems without O_DIRECT support (tmpfs). innodb_flush_method is a
+    durability knob: proposed only with --durability relaxed."""
     cur = (ctx.var("innodb_flush_method") or "").lower()
     fs = ctx.facts.storage.fs_type.value or ""
     if fs in ("tmpfs", "zfs"):

@@ -901,15 +901,29 @@ def _cmdline(pid: int) -> list[str] | None:
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
 
 
+def _same_path(a: str, b: Path) -> bool:
+    """Whether two spellings name the same file (symlinked homes and sandboxes dirs)."""
+    if a == str(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them is gone: compare what they resolve to
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _uses_option_file(args: Sequence[str], option_file: Path) -> bool:
+    prefix = "--defaults-file="
+    return any(a.startswith(prefix) and _same_path(a[len(prefix) :], option_file) for a in args)
+
+
 def _runs_option_file(pid: int, option_file: Path) -> bool:
     args = _cmdline(pid)
     if args is None:  # no /proc: trust the pid
         return True
-    return f"--defaults-file={option_file}" in args
+    return _uses_option_file(args, option_file)
 
 
 def _find_server_pids(option_file: Path) -> list[int]:
-    wanted = f"--defaults-file={option_file}"
     pids = []
     try:
         entries = os.listdir("/proc")
@@ -919,7 +933,12 @@ def _find_server_pids(option_file: Path) -> list[int]:
         if not entry.isdigit():
             continue
         args = _cmdline(int(entry))
-        if args and wanted in args and "--bootstrap" not in args and pid_alive(int(entry)):
+        if (
+            args
+            and "--bootstrap" not in args
+            and _uses_option_file(args, option_file)
+            and pid_alive(int(entry))
+        ):
             pids.append(int(entry))
     return pids
 
@@ -1026,7 +1045,8 @@ def resolve_home(home: Path | str | None = None) -> Path:
 
 
 def sandboxes_root(home: Path | None = None) -> Path:
-    return resolve_home(home) / "sandboxes"
+    # resolved: a symlinked sandboxes dir must give the paths the server was started with
+    return (resolve_home(home) / "sandboxes").resolve()
 
 
 class Sandbox:
