@@ -28,8 +28,10 @@ if [ -x "$PREFIX/bin/mysqld" ] && "$PREFIX/bin/mysqld" --version >/dev/null 2>&1
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-  echo "error: installing MySQL 9.7 needs root (debootstrap, chroot); run: sudo bash $0" >&2
-  exit 1
+  # Not fatal for a developer without root: the MySQL tests skip (CI runs as root and fails them).
+  echo "warning: MySQL 9.7 is not installed and installing it needs root (debootstrap, chroot);" >&2
+  echo "  run: sudo bash $0   (until then the MySQL tests are skipped)" >&2
+  exit 0
 fi
 for tool in debootstrap patchelf; do
   if ! command -v "$tool" >/dev/null 2>&1; then
