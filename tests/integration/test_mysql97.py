@@ -161,7 +161,7 @@ def test_plan_apply_persist_rollback_is_byte_identical(my: My, tmp_path: Path) -
 def test_ab_aa_reports_no_difference(my: My, tmp_path: Path) -> None:
     out = tmp_path / "aa"
     code, _, err = my.run(
-        "ab", "--sandbox", NAME, "-w", "ro", "-t", "2", "--runs", "4", "--out", str(out), *TINY
+        "ab", "--sandbox", NAME, "-w", "ro", "-t", "2", "--runs", "3", "--out", str(out), *TINY
     )
     assert code == 0, err
     assert "A/A" in err
@@ -169,7 +169,7 @@ def test_ab_aa_reports_no_difference(my: My, tmp_path: Path) -> None:
     assert [c["workload"] for c in cells] == ["oltp_read_only"]
     for c in cells:
         assert c["verdict"] not in ("improved", "regressed"), c
-        assert c["n_baseline"] == 4 and c["n_candidate"] == 4
+        assert c["n_baseline"] == 3 and c["n_candidate"] == 3
 
 
 def test_accelerate_prints_a_verdict_per_cell(my: My, tmp_path: Path) -> None:
@@ -184,7 +184,7 @@ def test_accelerate_prints_a_verdict_per_cell(my: My, tmp_path: Path) -> None:
         "--runs",
         "3",
         "--time",
-        "3",
+        "2",
         "--scale",
         "0.05",
         "--out",
@@ -197,4 +197,4 @@ def test_accelerate_prints_a_verdict_per_cell(my: My, tmp_path: Path) -> None:
         assert c["verdict"] in ("improved", "regressed", "no change", "inconclusive"), c
         assert f"| {c['workload']} |" in stdout
     assert (out / "report.md").is_file()
-    assert "MySQL 9.7" in (out / "report.md").read_text()
+    assert "mysql 9.7" in (out / "report.md").read_text().lower()
