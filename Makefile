@@ -10,6 +10,7 @@ STAMP := $(VENV)/.installed
 system-deps:
 	@bash scripts/ensure-system-deps.sh
 	@bash scripts/ensure-profile-tools.sh
+	@bash scripts/ensure-mysql.sh
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -35,6 +35,7 @@ import logging
 import math
 import os
 import re
+import socket
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -857,6 +858,16 @@ class ServerVariableSetting(Setting):
                 hint=f"use mycnf:mysqld/{self.name} to keep the value across restarts",
             )
 
+    def _local_auto_cnf(self, conn: pymysql.connections.Connection[Any]) -> Path | None:
+        """``mysqld-auto.cnf`` (where SET PERSIST writes) when the server runs on this host
+        and its datadir is readable here; None otherwise (then rollback restores the
+        persisted values, not the file's bytes)."""
+        rows = self._query(conn, "SELECT @@GLOBAL.datadir, @@GLOBAL.hostname")
+        if not rows or rows[0][0] is None or str(rows[0][1]) != socket.gethostname():
+            return None
+        datadir = Path(str(rows[0][0]))
+        return datadir / "mysqld-auto.cnf" if os.access(datadir, os.R_OK | os.X_OK) else None
+
     def read(self) -> str | None:
         value: str | None = self._with_conn(self._read)
         return value
@@ -896,6 +907,11 @@ class ServerVariableSetting(Setting):
             if self.persist:
                 persisted = self._persisted(conn)
                 old.extra = {"persisted": persisted, "was_persisted": "1" if persisted else "0"}
+                auto_cnf = self._local_auto_cnf(conn)
+                if auto_cnf is not None:
+                    # Rollback puts its bytes back after RESET PERSIST / PERSIST_ONLY, which
+                    # rewrite it with new timestamps (or leave '{"Version": 2}' behind).
+                    old.files = [snapshot_file(Path("/"), str(auto_cnf))]
             return old
 
         state: OldState = self._with_conn(look)

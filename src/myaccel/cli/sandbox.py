@@ -20,6 +20,7 @@ from myaccel.cli.ranges import TCP_PORT, TIMEOUT_S
 from myaccel.server.sandbox import (
     DEFAULT_NAME,
     DEFAULT_TIMEOUT_S,
+    Flavor,
     Sandbox,
     SandboxStatus,
     SnapshotInfo,
@@ -133,12 +134,23 @@ def sandbox() -> None:
     "Default: the installed mariadbd, then mysqld.",
 )
 @click.option(
+    "--flavor",
+    type=click.Choice(["mariadb", "mysql"]),
+    help="Server flavor (default: the installed MariaDB, then MySQL). mysql: the mysqld on "
+    "PATH, else the MySQL 9.7 of scripts/ensure-mysql.sh ($MYACCEL_MYSQL_ROOT/mysql-9.7).",
+)
+@click.option(
     "--port", type=TCP_PORT, metavar="N", help="TCP port on 127.0.0.1 (default: a free one)."
 )
 @click.option("--no-start", is_flag=True, help="Stop the server once the sandbox is ready.")
 @timeout_option
 def init(
-    name: str, basedir: str | None, port: int | None, no_start: bool, timeout_s: float
+    name: str,
+    basedir: str | None,
+    flavor: Flavor | None,
+    port: int | None,
+    no_start: bool,
+    timeout_s: float,
 ) -> None:
     """Create a sandbox: datadir, sbtest database and benchmark user; leaves it running."""
     sb = Sandbox.init(
@@ -148,6 +160,7 @@ def init(
         start=not no_start,
         timeout_s=timeout_s,
         progress=_say,
+        flavor=flavor,
     )
     _say(f"connect: {_client_command(sb)}")
 

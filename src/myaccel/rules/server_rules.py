@@ -76,6 +76,21 @@ def buffer_pool_target(budget: int, glob: int, per_conn: int, max_conn: int) -> 
     return (target // CHUNK) * CHUNK
 
 
+def pool_instances(pool_bytes: int, cpus: int) -> int:
+    """MySQL buffer pool instances: about one per GiB, at most 64 and the CPU count."""
+    return max(1, min(64, pool_bytes // GiB, cpus))
+
+
+def mysql_pool_unit(ctx: RuleContext, pool_bytes: int) -> int:
+    """What a MySQL buffer pool size must be a multiple of: chunk size x instances (the
+    server rounds any other value up, so the value read back would not be the one planned:
+    measured on MySQL 9.7.4, 18048M with 2 instances became 18176M). MariaDB: one chunk."""
+    chunk = ctx.var_int("innodb_buffer_pool_chunk_size") or CHUNK
+    if ctx.flavor == "mariadb" or not ctx.has("innodb_buffer_pool_instances"):
+        return CHUNK
+    return chunk * pool_instances(pool_bytes, ctx.cpus())
+
+
 def memory_budget(ctx: RuleContext) -> MemoryBudget:
     budget, src, glob, per_conn, max_conn = memory_inputs(ctx)
     bp = (
@@ -161,6 +176,8 @@ def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
     75% of the budget. Counting the connections is what naive tuners get wrong."""
     budget, src, glob, per_conn, max_conn = memory_inputs(ctx)
     target = buffer_pool_target(budget, glob, per_conn, max_conn)
+    unit = mysql_pool_unit(ctx, target)
+    target = (target // unit) * unit
     cur = ctx.var_int("innodb_buffer_pool_size")
     if target < CHUNK:
         raise Skip(
@@ -190,7 +207,12 @@ def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
             target="mysql:innodb_buffer_pool_size",
             current=fmt_size(cur) if cur is not None else None,
             proposed=fmt_size(target),
-            rationale=f"{fmt_size(target)} = min(0.95 x (budget - OS reserve - global buffers - connections), 75% of budget)",
+            rationale=f"{fmt_size(target)} = min(0.95 x (budget - OS reserve - global buffers - connections), 75% of budget)"
+            + (
+                f", a multiple of chunk x instances ({fmt_size(unit)}) so MySQL keeps it as set"
+                if unit > CHUNK
+                else ""
+            ),
             evidence=ev,
             expected_effect=effect,
             effect_source="MySQL manual (innodb_dedicated_server: 75% of RAM above 4 GB); seeds/000 sizes buffers from RAM",
@@ -218,7 +240,7 @@ def buffer_pool_instances(ctx: RuleContext) -> list[Recommendation]:
         )
         or 0
     )
-    want = max(1, min(64, bp // GiB, ctx.cpus()))
+    want = pool_instances(bp, ctx.cpus())
     cur = ctx.var_int("innodb_buffer_pool_instances")
     if cur == want:
         raise Skip(f"already {cur}")

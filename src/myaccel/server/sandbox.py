@@ -266,9 +266,12 @@ def read_server_version(binary: Path) -> ServerVersion:
     return parse_version_output(done.stdout or done.stderr)
 
 
-def find_server(basedir: Path | None = None, *, binary: Path | None = None) -> ServerInstall:
+def find_server(
+    basedir: Path | None = None, *, binary: Path | None = None, flavor: Flavor | None = None
+) -> ServerInstall:
     """The server to use: an explicit binary, a build tree (``--basedir``), or the installed
-    ``mariadbd`` then ``mysqld`` on PATH/sbin."""
+    ``mariadbd`` then ``mysqld`` on PATH/sbin, then the MySQL that scripts/ensure-mysql.sh
+    installs; ``flavor`` keeps only servers of that flavor."""
     if binary is not None:
         if not _executable(binary):
             raise SandboxError(
@@ -319,14 +322,36 @@ def find_server(basedir: Path | None = None, *, binary: Path | None = None) -> S
                 base, ("share/charsets", "share/mysql/charsets", "share/mariadb/charsets")
             ),
         )
-    for name in ("mariadbd", "mysqld"):
+    names = {"mariadb": ("mariadbd",), "mysql": ("mysqld",)}.get(
+        flavor or "", ("mariadbd", "mysqld")
+    )
+    for name in names:
         path = proc.which(name)
-        if path:
-            return find_server(binary=Path(path))
+        if not path:
+            continue
+        on_path = find_server(binary=Path(path))
+        # Debian's mariadb-server installs /usr/sbin/mysqld as a link to mariadbd.
+        if flavor is None or on_path.flavor == flavor:
+            return on_path
+    if flavor in (None, "mysql"):
+        prefix = myaccel_mysql_prefix()
+        if _executable(prefix / "bin" / "mysqld"):
+            return find_server(prefix)
+    if flavor == "mysql":
+        raise ToolMissing(
+            f"no MySQL server found (no mysqld on PATH that is MySQL, nothing in {prefix})",
+            hint="install MySQL 9.7 with: bash scripts/ensure-mysql.sh (or pass --basedir DIR)",
+        )
     raise ToolMissing(
         "no MariaDB or MySQL server binary found (looked for mariadbd, then mysqld)",
         hint="install one with: apt-get install mariadb-server  (or pass --basedir DIR of a build)",
     )
+
+
+def myaccel_mysql_prefix() -> Path:
+    """Where scripts/ensure-mysql.sh installs MySQL 9.7 (``$MYACCEL_MYSQL_ROOT/mysql-9.7``,
+    default ``/opt/myaccel/mysql-9.7``): an install prefix like any ``--basedir``."""
+    return Path(os.environ.get("MYACCEL_MYSQL_ROOT") or "/opt/myaccel") / "mysql-9.7"
 
 
 def _system_install_db(flavor: Flavor) -> Path | None:
@@ -1195,6 +1220,7 @@ class Sandbox:
         start: bool = True,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         progress: Progress | None = None,
+        flavor: Flavor | None = None,
     ) -> Sandbox:
         """Create a datadir, start the server, create ``sbtest`` and the benchmark user.
 
@@ -1216,7 +1242,12 @@ class Sandbox:
             )
         if port is not None:  # fail before any work; checked again under the lock
             _check_requested_port(port, cls.list_all(home=h))
-        install = find_server(Path(basedir) if basedir is not None else None)
+        install = find_server(Path(basedir) if basedir is not None else None, flavor=flavor)
+        if flavor is not None and install.flavor != flavor:
+            raise UsageError(
+                f"--flavor {flavor} but {install.binary} is {install.version.label}",
+                hint="pass --basedir of a build of that flavor, or leave out --flavor",
+            )
         init_argv(install, Path("/dev/null"))  # fail early when no init tool exists
         say(f"using {install.version.label} at {install.binary}")
         root.mkdir(parents=True, exist_ok=True)
