@@ -81,14 +81,26 @@ def pool_instances(pool_bytes: int, cpus: int) -> int:
     return max(1, min(64, pool_bytes // GiB, cpus))
 
 
-def mysql_pool_unit(ctx: RuleContext, pool_bytes: int) -> int:
-    """What a MySQL buffer pool size must be a multiple of: chunk size x instances (the
-    server rounds any other value up, so the value read back would not be the one planned:
-    measured on MySQL 9.7.4, 18048M with 2 instances became 18176M). MariaDB: one chunk."""
-    chunk = ctx.var_int("innodb_buffer_pool_chunk_size") or CHUNK
+def pool_layout(pool_bytes: int, cpus: int, chunk: int = CHUNK) -> tuple[int, int]:
+    """A MySQL buffer pool (size, instances) the server keeps as set: the size must be a
+    multiple of chunk x instances, or MySQL rounds it up past the plan (measured on MySQL
+    9.7.4: 18048M with 2 instances became 18176M). Keeps the size (in whole chunks) with the
+    largest instance count from 3/4 of the wanted one up that divides it (75G: 60 instances
+    of 10 chunks, not 64); else rounds the size down to a multiple of chunk x wanted."""
+    want = pool_instances(pool_bytes, cpus)
+    chunks = pool_bytes // chunk
+    for n in range(want, max(1, (3 * want + 3) // 4) - 1, -1):
+        if chunks % n == 0:
+            return chunks * chunk, n
+    return chunks // want * want * chunk, want
+
+
+def mysql_pool_layout(ctx: RuleContext, pool_bytes: int) -> tuple[int, int | None]:
+    """``pool_layout`` for MySQL; MariaDB (one pool since 10.5) only rounds to a chunk."""
     if ctx.flavor == "mariadb" or not ctx.has("innodb_buffer_pool_instances"):
-        return CHUNK
-    return chunk * pool_instances(pool_bytes, ctx.cpus())
+        return pool_bytes // CHUNK * CHUNK, None
+    chunk = ctx.var_int("innodb_buffer_pool_chunk_size") or CHUNK
+    return pool_layout(pool_bytes, ctx.cpus(), chunk)
 
 
 def memory_budget(ctx: RuleContext) -> MemoryBudget:
@@ -176,8 +188,7 @@ def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
     75% of the budget. Counting the connections is what naive tuners get wrong."""
     budget, src, glob, per_conn, max_conn = memory_inputs(ctx)
     target = buffer_pool_target(budget, glob, per_conn, max_conn)
-    unit = mysql_pool_unit(ctx, target)
-    target = (target // unit) * unit
+    target, instances = mysql_pool_layout(ctx, target)
     cur = ctx.var_int("innodb_buffer_pool_size")
     if target < CHUNK:
         raise Skip(
@@ -209,8 +220,8 @@ def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
             proposed=fmt_size(target),
             rationale=f"{fmt_size(target)} = min(0.95 x (budget - OS reserve - global buffers - connections), 75% of budget)"
             + (
-                f", a multiple of chunk x instances ({fmt_size(unit)}) so MySQL keeps it as set"
-                if unit > CHUNK
+                f", a multiple of chunk x {instances} instances so MySQL keeps it as set"
+                if instances is not None
                 else ""
             ),
             evidence=ev,
@@ -240,7 +251,7 @@ def buffer_pool_instances(ctx: RuleContext) -> list[Recommendation]:
         )
         or 0
     )
-    want = pool_instances(bp, ctx.cpus())
+    want = mysql_pool_layout(ctx, bp)[1] or 1
     cur = ctx.var_int("innodb_buffer_pool_instances")
     if cur == want:
         raise Skip(f"already {cur}")
