@@ -13,7 +13,14 @@ from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
 from myaccel.model import AtomicsFacts, BinaryFacts, Facts, ServerFacts, known
 from myaccel.rules.engine import Hints, load_rules, make_plan, parse_size
-from myaccel.rules.server_rules import GiB, MiB, buffer_pool_target, os_reserve
+from myaccel.rules.server_rules import (
+    GiB,
+    MiB,
+    buffer_pool_target,
+    os_reserve,
+    pool_instances,
+    pool_layout,
+)
 
 ROOTS = Path(__file__).parent.parent / "fixtures" / "sysroots"
 
@@ -427,3 +434,21 @@ def test_settings_enforced_by_tuned_are_left_alone() -> None:
     assert "tuned profile 'throughput-performance'" in sk["os-swappiness"]
     assert "tuned profile" in sk["os-thp"]
     assert not any(r.id in ("os-swappiness", "os-thp") for r in p.recommendations)
+
+
+@given(st.integers(min_value=128 * MiB, max_value=4 << 40), st.integers(min_value=1, max_value=256))
+def test_mysql_pool_layout_is_kept_as_set(pool: int, cpus: int) -> None:
+    """MySQL rounds a buffer pool that is not a multiple of chunk x instances up (past the
+    memory budget): the planned size is such a multiple, never above the target, and loses
+    less than one chunk per wanted instance."""
+    size, n = pool_layout(pool, cpus)
+    want = pool_instances(pool, cpus)
+    assert size % (128 * MiB * n) == 0 and 0 < size <= pool
+    assert 3 * want <= 4 * n <= 4 * want
+    assert pool - size < 128 * MiB * want
+    assert pool_layout(size, cpus) == (size, n)  # the instances rule sees the same layout
+
+
+def test_mysql_pool_layout_examples() -> None:
+    assert pool_layout(75 * GiB, 128) == (75 * GiB, 60)  # 600 chunks = 60 x 10
+    assert pool_layout(18048 * MiB, 2) == (17920 * MiB, 2)  # 141 chunks: odd, round down
