@@ -2,18 +2,27 @@
 
 Everything myaccel runs (mariadbd, sysbench, perf, objdump, ...) goes through here so that
 timeouts are always bounded and a missing tool becomes a ``ToolMissing`` with a hint.
+Three shapes: ``run`` (to completion, output captured), ``stream`` (to completion, each
+output line handed to a callback as it comes: sysbench, compilers) and ``spawn`` (a
+long-running child: servers, ``perf record``) returning a ``Child`` that stops gracefully.
+All three go through the ``Runner`` of the current ``Environment`` (``myaccel.env``), so a
+test replaces the runner instead of patching module globals.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import signal
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Protocol
 
 from myaccel.errors import ProcessFailed, ToolMissing
 
@@ -79,6 +88,242 @@ def require(name: str) -> str:
     return path
 
 
+@dataclass(frozen=True)
+class Streamed:
+    """A streamed command's end: its exit code, whether the timeout killed it, wall time."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    timed_out: bool
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+class Child(Protocol):
+    """A long-running child started by ``spawn``."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None:
+        """The exit code once it has ended (reaped), else None."""
+        ...
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        """Wait for the end; None if still running after ``timeout_s``."""
+        ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def stop(self, grace_s: float = 10.0, sig: int = signal.SIGTERM) -> int:
+        """Ask it to end (``sig``), then SIGKILL after ``grace_s``; returns the exit code."""
+        ...
+
+
+class Runner(Protocol):
+    """What executes subprocesses; ``SystemRunner`` for real, a fake in tests."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        env: Mapping[str, str] | None,
+        input_text: str | None,
+        cwd: str | Path | None,
+    ) -> Completed: ...
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        on_line: Callable[[str], None],
+        env: Mapping[str, str] | None,
+        cwd: str | Path | None,
+    ) -> Streamed: ...
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        output: IO[bytes] | IO[str] | None,
+        env: Mapping[str, str] | None,
+        cwd: str | Path | None,
+        new_session: bool,
+    ) -> Child: ...
+
+
+def _merged_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    if env is None:
+        return None
+    full = dict(os.environ)
+    full.update(env)
+    return full
+
+
+def _not_found(args: Sequence[str], exc: OSError) -> ToolMissing:
+    pkg = PACKAGE_OF.get(Path(args[0]).name, Path(args[0]).name)
+    what = "not found" if isinstance(exc, FileNotFoundError) else (exc.strerror or str(exc))
+    return ToolMissing(
+        f"cannot execute '{args[0]}': {what}",
+        hint=f"install it with: apt-get install {pkg}",
+    )
+
+
+class PopenChild:
+    """A ``Child`` backed by ``subprocess.Popen``."""
+
+    def __init__(self, popen: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
+        self._p = popen
+
+    @property
+    def pid(self) -> int:
+        return self._p.pid
+
+    def poll(self) -> int | None:
+        return self._p.poll()
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        try:
+            return self._p.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def send_signal(self, sig: int) -> None:
+        if self._p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._p.send_signal(sig)
+
+    def stop(self, grace_s: float = 10.0, sig: int = signal.SIGTERM) -> int:
+        self.send_signal(sig)
+        rc = self.wait(grace_s)
+        if rc is None:
+            log.debug(
+                "pid %d did not end within %.0f s of signal %d: SIGKILL", self.pid, grace_s, sig
+            )
+            self._p.kill()
+            rc = self._p.wait()
+        return rc
+
+
+class SystemRunner:
+    """Runs commands for real."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        env: Mapping[str, str] | None,
+        input_text: str | None,
+        cwd: str | Path | None,
+    ) -> Completed:
+        args = tuple(str(a) for a in argv)
+        t0 = time.monotonic()
+        try:
+            cp = subprocess.run(
+                args,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout_s,
+                env=_merged_env(env),
+                input=input_text,
+                cwd=cwd,
+                check=False,
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            raise _not_found(args, exc) from exc
+        except subprocess.TimeoutExpired as exc:
+            raise ProcessFailed(
+                f"'{Path(args[0]).name}' did not finish within {timeout_s:.0f} s",
+                hint="the machine may be overloaded; retry, or raise the timeout",
+            ) from exc
+        return Completed(args, cp.returncode, cp.stdout, cp.stderr, time.monotonic() - t0)
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        on_line: Callable[[str], None],
+        env: Mapping[str, str] | None,
+        cwd: str | Path | None,
+    ) -> Streamed:
+        args = tuple(str(a) for a in argv)
+        t0 = time.monotonic()
+        try:
+            p = subprocess.Popen(
+                args,
+                cwd=cwd,
+                env=_merged_env(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                bufsize=1,
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            raise _not_found(args, exc) from exc
+        timed_out = threading.Event()
+
+        def _kill() -> None:
+            if p.poll() is None:
+                timed_out.set()
+                p.kill()
+
+        timer = threading.Timer(timeout_s, _kill)
+        timer.daemon = True
+        timer.start()
+        try:
+            assert p.stdout is not None
+            for line in p.stdout:
+                on_line(line.rstrip("\n"))
+            rc = p.wait()
+        finally:
+            timer.cancel()
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        return Streamed(args, rc, timed_out.is_set(), time.monotonic() - t0)
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        output: IO[bytes] | IO[str] | None,
+        env: Mapping[str, str] | None,
+        cwd: str | Path | None,
+        new_session: bool,
+    ) -> Child:
+        args = [str(a) for a in argv]
+        try:
+            p = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=output if output is not None else subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+                start_new_session=new_session,
+                close_fds=True,
+                cwd=cwd,
+                env=_merged_env(env),
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            raise _not_found(args, exc) from exc
+        return PopenChild(p)
+
+
+def _runner() -> Runner:
+    from myaccel.env import current
+
+    return current().runner
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -89,38 +334,11 @@ def run(
     cwd: str | Path | None = None,
 ) -> Completed:
     """Run a command to completion with a timeout; never raises for a non-zero exit unless
-    ``check``. A missing executable raises ``ToolMissing``."""
+    ``check``. A missing executable raises ``ToolMissing``; a timeout ``ProcessFailed``.
+    ``env`` adds to (or overrides) the caller's environment."""
     args = tuple(str(a) for a in argv)
-    full_env = None
-    if env is not None:
-        full_env = dict(os.environ)
-        full_env.update(env)
-    t0 = time.monotonic()
     log.debug("run: %s", " ".join(args))
-    try:
-        cp = subprocess.run(
-            args,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout_s,
-            env=full_env,
-            input=input_text,
-            cwd=cwd,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        pkg = PACKAGE_OF.get(Path(args[0]).name, Path(args[0]).name)
-        raise ToolMissing(
-            f"cannot execute '{args[0]}': not found",
-            hint=f"install it with: apt-get install {pkg}",
-        ) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ProcessFailed(
-            f"'{Path(args[0]).name}' did not finish within {timeout_s:.0f} s",
-            hint="the machine may be overloaded; retry, or raise the timeout",
-        ) from exc
-    done = Completed(args, cp.returncode, cp.stdout, cp.stderr, time.monotonic() - t0)
+    done = _runner().run(args, timeout_s=timeout_s, env=env, input_text=input_text, cwd=cwd)
     if check and not done.ok:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise ProcessFailed(
@@ -129,3 +347,34 @@ def run(
             hint="see the message above; rerun with --debug for the full command",
         )
     return done
+
+
+def stream(
+    argv: Sequence[str],
+    *,
+    timeout_s: float,
+    on_line: Callable[[str], None],
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> Streamed:
+    """Run a command to completion, stdout and stderr merged, each line (without its
+    newline) handed to ``on_line`` as it arrives. A timeout kills the command and is
+    reported in ``Streamed.timed_out`` (the caller words the error: it knows the task)."""
+    args = tuple(str(a) for a in argv)
+    log.debug("stream: %s", " ".join(args))
+    return _runner().stream(args, timeout_s=timeout_s, on_line=on_line, env=env, cwd=cwd)
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    output: IO[bytes] | IO[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    new_session: bool = False,
+) -> Child:
+    """Start a long-running child (stdin closed, stdout and stderr to ``output`` or
+    nowhere); ``new_session`` detaches it from our terminal's signals (servers)."""
+    args = tuple(str(a) for a in argv)
+    log.debug("spawn: %s", " ".join(args))
+    return _runner().spawn(args, output=output, env=env, cwd=cwd, new_session=new_session)
