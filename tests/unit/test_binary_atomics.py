@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from myaccel.facts.binary import _decode_atomic, classify_atomics, collect_binary
+from myaccel.facts.binary import classify_atomics, collect_binary
+from myaccel.facts.binary.atomics import _decode_atomic
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "atomics" / "atomics_demo.c"
 
