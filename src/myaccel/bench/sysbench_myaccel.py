@@ -1,0 +1,105 @@
+"""The ``MYACCEL {...}`` lines our Lua hooks print (``lua/myaccel_report.lua``): one JSON
+object per interval, checkpoint or summary, with exact counts and windows. A line that is
+not valid JSON or lacks a field is malformed, never an error."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from myaccel.bench.records import IntervalReport
+
+MYACCEL_PREFIX = "MYACCEL "
+
+
+def finite(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class MyaccelReport(_Lenient):
+    v: int = 1
+    kind: Literal["interval", "checkpoint", "summary"]
+    t: float
+    dt: float | None = None
+    threads: int | None = None
+    events: int
+    reads: int
+    writes: int
+    other: int
+    errors: int
+    reconnects: int
+    tps: float | None = None
+    qps: float | None = None
+    reads_per_s: float | None = None
+    writes_per_s: float | None = None
+    other_per_s: float | None = None
+    err_per_s: float | None = None
+    reconn_per_s: float | None = None
+    lat_ms_pct: float | None = None
+    pct: int | None = None
+    queue_length: int | None = None
+    concurrency: int | None = None
+    lat_ms_min: float | None = None
+    lat_ms_avg: float | None = None
+    lat_ms_max: float | None = None
+    lat_ms_sum: float | None = None
+
+
+def parse_myaccel(payload: str) -> MyaccelReport | None:
+    try:
+        data = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return MyaccelReport.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def interval_report(
+    required: Mapping[str, float | int | None], **optional: object
+) -> IntervalReport | None:
+    """An ``IntervalReport``, or None when a required figure is missing or not finite (a
+    line cut short, a "nan"); the human text's interval lines are built here too."""
+    if any(v is None for v in required.values()):
+        return None
+    return IntervalReport.model_validate({**required, **optional})
+
+
+def interval_from_myaccel(r: MyaccelReport) -> IntervalReport | None:
+    if not math.isfinite(r.t):
+        return None
+    rates = {
+        "tps": r.tps,
+        "qps": r.qps,
+        "reads_per_s": r.reads_per_s,
+        "writes_per_s": r.writes_per_s,
+        "other_per_s": r.other_per_s,
+        "latency_ms_pct": r.lat_ms_pct,
+    }
+    return interval_report(
+        {"t_s": r.t, "threads": r.threads, **{k: finite(v) for k, v in rates.items()}},
+        percentile=r.pct,
+        err_per_s=finite(r.err_per_s) or 0.0,
+        reconn_per_s=finite(r.reconn_per_s) or 0.0,
+        dt_s=finite(r.dt),
+        events=r.events,
+        reads=r.reads,
+        writes=r.writes,
+        other=r.other,
+        errors=r.errors,
+        reconnects=r.reconnects,
+        queue_length=r.queue_length,
+        concurrency=r.concurrency,
+        source="myaccel",
+    )
