@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
-from myaccel.bench import stats
 from myaccel.bench.stats import (
     StatsInputError,
     compare_arms,
@@ -19,6 +18,7 @@ from myaccel.bench.stats import (
     geomean_ratio,
     holm,
     min_p_value,
+    ranks,
     runs_to_reach,
     summarize,
 )
@@ -86,7 +86,7 @@ def test_u_distribution_matches_scipy_exact_p_values() -> None:
     for m, n in [(3, 4), (5, 5), (6, 9), (10, 10)]:
         base, cand = rng.normal(0, 1, m), rng.normal(0.7, 1, n)
         u = int(np.sum(cand[:, None] > base[None, :]))
-        counts = stats._u_counts(m, n)
+        counts = ranks.u_counts(m, n)
         assert sum(counts) == math.comb(m + n, m)
         upper = sum(counts[u:]) / math.comb(m + n, m)
         lower = sum(counts[: u + 1]) / math.comb(m + n, m)
@@ -94,7 +94,7 @@ def test_u_distribution_matches_scipy_exact_p_values() -> None:
         theirs = scipy_stats.mannwhitneyu(cand, base, method="exact").pvalue
         assert ours == pytest.approx(theirs, rel=1e-9)
         # without ties the permutation DP is the same exact test
-        assert stats._permutation_p(base, cand) == pytest.approx(theirs, rel=1e-9)
+        assert ranks.permutation_p(base, cand) == pytest.approx(theirs, rel=1e-9)
 
 
 def brute_force_permutation_p(base: list[float], cand: list[float]) -> float:
@@ -239,7 +239,7 @@ def test_known_improvement_is_detected_with_a_ci_around_it() -> None:
     assert r.ci_low_pct > 0.0
     assert r.ci_low_pct <= 20.0 <= r.ci_high_pct
     assert r.delta_pct == pytest.approx(20.0, abs=4.0)
-    assert r.ci_coverage == pytest.approx(1 - 2 * sum(stats._u_counts(7, 7)[:9]) / 3432)
+    assert r.ci_coverage == pytest.approx(1 - 2 * sum(ranks.u_counts(7, 7)[:9]) / 3432)
     assert r.ci_coverage is not None and r.ci_coverage >= 0.95
     assert r.reason.startswith("+")
 
