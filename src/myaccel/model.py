@@ -85,6 +85,10 @@ class CpuFacts(Frozen):
     has_avx2: Fact[bool]
     has_avx512: Fact[bool]
     governor: Fact[str]
+    # the hypervisor of a guest, "none" on bare metal (facts/virt.py)
+    hypervisor: Fact[str] = Field(
+        default_factory=lambda: Fact[str](unknown="not probed (facts of an older myaccel)")
+    )
 
 
 # ---------------------------------------------------------------- memory
