@@ -236,6 +236,10 @@ class ServerFacts(Frozen):
     cpus_allowed: Fact[str]
     mems_allowed: Fact[str]
     cgroup_limit_bytes: Fact[int]
+    # CPUs worth of cgroup quota (cpu.max 400000 100000 -> 4.0); known None: no quota
+    cpu_quota_cpus: Fact[float] = Field(
+        default_factory=lambda: Fact[float](unknown="not probed (facts of an older myaccel)")
+    )
     variables: Fact[dict[str, str]]
     status: Fact[dict[str, str]]
 
