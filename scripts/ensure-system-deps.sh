@@ -18,6 +18,7 @@ needs=(
   "qemu-aarch64:qemu-user"
   "mysqltuner:mysqltuner"
   "ethtool:ethtool"
+  "fio:fio"                                    # storage measured for the I/O rules (facts/iomeasure.py)
   "gcc:gcc"
   "make:make"
   "g++:g++"                                    # myaccel build (kvlab fixture, tests/integration/test_build_fixture.py)

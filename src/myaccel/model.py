@@ -85,6 +85,10 @@ class CpuFacts(Frozen):
     has_avx2: Fact[bool]
     has_avx512: Fact[bool]
     governor: Fact[str]
+    # the hypervisor of a guest, "none" on bare metal (facts/virt.py)
+    hypervisor: Fact[str] = Field(
+        default_factory=lambda: Fact[str](unknown="not probed (facts of an older myaccel)")
+    )
 
 
 # ---------------------------------------------------------------- memory
@@ -133,6 +137,26 @@ class KernelFacts(Frozen):
 # ---------------------------------------------------------------- storage and network
 
 
+class StorageMeasurement(Frozen):
+    """What the datadir's device sustained in a short fio run (``facts/iomeasure.py``)."""
+
+    schema_version: str = "myaccel.storage-measure/1"
+    tool: str  # "fio 3.33"
+    measured_at: str
+    scratch_dir: str  # where the scratch file lived (removed afterwards)
+    device_key: str  # what the cache is keyed by: block device, model, filesystem
+    block_size_bytes: int
+    file_size_bytes: int
+    seconds_each: float
+    direct_io: bool
+    random_read_iops: float  # 16 KiB, queue depth 32
+    random_write_iops: float  # 16 KiB, queue depth 32
+    fsync_write_iops: float  # 16 KiB writes, each followed by fdatasync, queue depth 1
+    fsync_latency_ms_p50: float
+    fsync_latency_ms_p99: float
+    cached: bool = False  # read back from the per-device cache instead of measured now
+
+
 class StorageFacts(Frozen):
     path: Fact[str]
     mount_point: Fact[str]
@@ -145,6 +169,11 @@ class StorageFacts(Frozen):
     schedulers_available: Fact[list[str]]
     nr_requests: Fact[int]
     model: Fact[str]
+    measured: Fact[StorageMeasurement] = Field(
+        default_factory=lambda: Fact[StorageMeasurement](
+            unknown="not measured (myaccel probe --measure-storage; plan and accelerate measure it)"
+        )
+    )
 
 
 class Irq(Frozen):
@@ -207,6 +236,10 @@ class ServerFacts(Frozen):
     cpus_allowed: Fact[str]
     mems_allowed: Fact[str]
     cgroup_limit_bytes: Fact[int]
+    # CPUs worth of cgroup quota (cpu.max 400000 100000 -> 4.0); known None: no quota
+    cpu_quota_cpus: Fact[float] = Field(
+        default_factory=lambda: Fact[float](unknown="not probed (facts of an older myaccel)")
+    )
     variables: Fact[dict[str, str]]
     status: Fact[dict[str, str]]
 

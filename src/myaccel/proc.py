@@ -48,6 +48,7 @@ PACKAGE_OF = {
     "qemu-aarch64": "qemu-user",
     "mysqltuner": "mysqltuner",
     "ethtool": "ethtool",
+    "fio": "fio",
     "taskset": "util-linux",
 }
 

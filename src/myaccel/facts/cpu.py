@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from myaccel.facts.sysroot import MAX_CPU, Sysroot, format_cpu_list, parse_size
+from myaccel.facts.virt import collect_hypervisor
 from myaccel.model import CacheLevel, CpuFacts, Fact, NumaNode, known, unknown
 
 CPUINFO = "/proc/cpuinfo"
@@ -35,6 +36,19 @@ ARM_IMPLEMENTERS = {
 }
 ARM_PARTS: dict[tuple[int, int], tuple[str, str]] = {
     (0x48, 0xD01): ("Kunpeng 920 (TSV110)", "kunpeng920"),
+    (0x48, 0xD02): ("Kunpeng 920B (HIP09)", "hisilicon-hip09"),
+    (0x48, 0xD06): ("HiSilicon HIP12", "hisilicon-hip12"),
+    (0x41, 0xD0B): ("Cortex-A76", "cortex-a76"),
+    (0x41, 0xD0D): ("Cortex-A77", "cortex-a77"),
+    (0x41, 0xD41): ("Cortex-A78", "cortex-a78"),
+    (0x41, 0xD44): ("Cortex-X1", "cortex-x1"),
+    (0x41, 0xD47): ("Cortex-A710", "cortex-a710"),
+    (0x41, 0xD4A): ("Neoverse E1", "neoverse-e1"),
+    (0x41, 0xD83): ("Neoverse V3AE", "neoverse-v3"),
+    (0x43, 0x0AF): ("ThunderX2", "thunderx2"),
+    (0x42, 0x516): ("ThunderX2 (Vulcan)", "thunderx2"),
+    (0x46, 0x001): ("A64FX", "a64fx"),
+    (0xC0, 0xAC4): ("AmpereOne (AC04)", "ampereone"),
     (0x41, 0xD08): ("Cortex-A72", "cortex-a72"),
     (0x41, 0xD0C): ("Neoverse N1", "neoverse-n1"),
     (0x41, 0xD40): ("Neoverse V1", "neoverse-v1"),
@@ -52,6 +66,8 @@ ARM_PLATFORMS = {
     "neoverse-v1": "e.g. AWS Graviton3",
     "neoverse-n2": "e.g. Alibaba Yitian 710",
     "neoverse-v2": "e.g. AWS Graviton4, NVIDIA Grace",
+    "hisilicon-hip09": "Huawei Kunpeng 920 new generation (920B)",
+    "ampereone": "Ampere AmpereOne",
 }
 
 
@@ -324,6 +340,7 @@ def collect_cpu(sr: Sysroot) -> CpuFacts:
         has_avx2=af.on(x86, "avx2"),
         has_avx512=af.on(x86, "avx512f"),
         governor=collect_governor(sr, online_list),
+        hypervisor=collect_hypervisor(sr, cid.features),
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pymysql
 
+from myaccel.facts.cpulimits import cgroup_cpu_quota
 from myaccel.facts.memory import cgroup_memory
 from myaccel.facts.sysroot import Sysroot, parse_cpu_list
 from myaccel.model import Fact, ServerFacts, known, unknown
@@ -60,6 +61,7 @@ def _collect(
     cpus: Fact[str] = unknown("server is remote", "/proc/PID/status")
     mems: Fact[str] = unknown("server is remote", "/proc/PID/status")
     cg_limit: Fact[int] = unknown("server is remote", "/proc/PID/cgroup")
+    cg_cpu: Fact[float] = unknown("server is remote", "/proc/PID/cgroup")
     if local:
         pid = pid_from_file(variables.get("pid_file", ""))
         if pid.known and pid.value is not None:
@@ -74,9 +76,10 @@ def _collect(
             cpus = _cpu_list_field(c, "Cpus_allowed_list", f"/proc/{p}/status")
             mems = _cpu_list_field(mm, "Mems_allowed_list", f"/proc/{p}/status")
             cg_limit = cgroup_memory(sr, f"/proc/{p}/cgroup")[2]
+            cg_cpu = cgroup_cpu_quota(sr, f"/proc/{p}/cgroup")
         else:
             why = pid.unknown or "no pid"
-            exe = cpus = mems = cg_limit = unknown(why, "@@pid_file")
+            exe = cpus = mems = cg_limit = cg_cpu = unknown(why, "@@pid_file")
     return ServerFacts(
         connection=params.describe(),
         flavor=flavor,
@@ -91,6 +94,7 @@ def _collect(
         cpus_allowed=cpus,
         mems_allowed=mems,
         cgroup_limit_bytes=cg_limit,
+        cpu_quota_cpus=cg_cpu,
         variables=known(variables, "SHOW GLOBAL VARIABLES"),
         status=known(status, "SHOW GLOBAL STATUS"),
     )

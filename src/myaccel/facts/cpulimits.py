@@ -1,0 +1,118 @@
+"""How many CPUs a server may really use: its affinity (``Cpus_allowed_list``), its cgroup's
+CPU quota (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``) and the host's
+online CPUs, whichever binds first. Rules size threads, spin and redo by this, not by the
+host's CPU count (a 4-CPU container on a 64-core host is a 4-CPU server)."""
+
+from __future__ import annotations
+
+import math
+
+from myaccel.facts.sysroot import Sysroot, parse_cpu_list
+from myaccel.model import Fact, Facts, known, unknown
+
+V1_CPU_BASES = ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu")
+
+
+def _cgroup_paths(text: str) -> tuple[str | None, str | None]:
+    v2 = v1 = None
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hid, ctrls, path = parts
+        if hid == "0" and ctrls == "":
+            v2 = path
+        elif "cpu" in ctrls.split(","):
+            v1 = path
+    return v2, v1
+
+
+def _ancestors(base: str, path: str) -> list[str]:
+    parts = [p for p in path.strip("/").split("/") if p]
+    return [base + ("/" + "/".join(parts[:d]) if d else "") for d in range(len(parts), -1, -1)]
+
+
+def _quota_v2(sr: Sysroot, path: str) -> Fact[float]:
+    best: float | None = None
+    src = ""
+    seen = False
+    for d in _ancestors("/sys/fs/cgroup", path):
+        raw = sr.read_text(f"{d}/cpu.max")
+        if raw is None:
+            continue
+        seen = True
+        fields = raw.split()
+        if len(fields) != 2 or not fields[1].isdigit() or int(fields[1]) <= 0:
+            return unknown(f"{d}/cpu.max: unexpected content {raw.strip()[:40]!r}", f"{d}/cpu.max")
+        if fields[0] == "max":
+            continue
+        if not fields[0].isdigit():
+            return unknown(f"{d}/cpu.max: unexpected content {raw.strip()[:40]!r}", f"{d}/cpu.max")
+        cpus = int(fields[0]) / int(fields[1])
+        if best is None or cpus < best:
+            best, src = cpus, f"{d}/cpu.max"
+    if not seen:
+        return unknown(
+            f"no cpu.max readable for {path} (cpu controller not enabled)", "/sys/fs/cgroup"
+        )
+    return Fact[float](value=best, source=src or "cpu.max: max (no quota)")
+
+
+def _quota_v1(sr: Sysroot, path: str) -> Fact[float]:
+    for base in V1_CPU_BASES:
+        if not sr.exists(base):
+            continue
+        best: float | None = None
+        src = ""
+        for d in _ancestors(base, path):
+            q, p = sr.read_text(f"{d}/cpu.cfs_quota_us"), sr.read_text(f"{d}/cpu.cfs_period_us")
+            if q is None or p is None:
+                continue
+            try:
+                quota, period = int(q.strip()), int(p.strip())
+            except ValueError:
+                return unknown(
+                    f"{d}: unexpected cfs quota/period {q.strip()[:20]!r}/{p.strip()[:20]!r}", d
+                )
+            if quota <= 0 or period <= 0:
+                continue  # -1: no quota
+            if best is None or quota / period < best:
+                best, src = quota / period, f"{d}/cpu.cfs_quota_us"
+        return Fact[float](value=best, source=src or f"{base}: no quota")
+    return unknown("no v1 cpu controller mounted", "/sys/fs/cgroup/cpu")
+
+
+def cgroup_cpu_quota(sr: Sysroot, cgroup_file: str) -> Fact[float]:
+    """The CPU quota of the process whose /proc/PID/cgroup is ``cgroup_file``, in CPUs
+    (4.0 for ``cpu.max 400000 100000``); known None means no quota anywhere on its path."""
+    text = sr.read_text(cgroup_file)
+    if text is None:
+        return unknown("cannot read the process's cgroup file", cgroup_file)
+    v2, v1 = _cgroup_paths(text)
+    if v1 is not None:
+        return _quota_v1(sr, v1)
+    if v2 is not None:
+        return _quota_v2(sr, v2)
+    return unknown("no cpu controller in the cgroup file", cgroup_file)
+
+
+def server_cpu_budget(facts: Facts) -> Fact[int]:
+    """The CPUs the server can use: min(host CPUs, its affinity, ceil(its cgroup quota)),
+    with the source naming which one binds. Host-only facts give the host's CPUs, said so."""
+    host = facts.cpu.logical_cpus
+    if not host.known or host.value is None:
+        return unknown(host.unknown or "host CPU count unknown", host.source)
+    best, why = host.value, f"host: {host.value} logical CPUs"
+    srv = facts.server
+    if srv is None:
+        return known(best, f"{why} (no server facts: its own limits were not read)")
+    if srv.cpus_allowed.known and srv.cpus_allowed.value:
+        n = len(parse_cpu_list(srv.cpus_allowed.value))
+        if 0 < n < best:
+            best, why = n, f"server affinity: Cpus_allowed_list {srv.cpus_allowed.value} ({n} CPUs)"
+    quota = srv.cpu_quota_cpus
+    if quota.known and quota.value is not None:
+        n = max(1, math.ceil(quota.value - 1e-9))
+        if n < best:
+            best, why = n, f"server cgroup CPU quota: {quota.value:g} CPUs ({quota.source})"
+    return known(best, why)

@@ -1,0 +1,100 @@
+"""The server's own CPU limits: cgroup quota (v1, v2) and the budget rules size by."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_rules import server
+
+from myaccel.facts.collect import collect_facts
+from myaccel.facts.cpulimits import cgroup_cpu_quota, server_cpu_budget
+from myaccel.facts.sysroot import Sysroot
+from myaccel.model import Fact, Facts, known
+
+ROOTS = Path(__file__).parent.parent / "fixtures" / "sysroots"
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Sysroot:
+    for rel, text in files.items():
+        p = tmp_path / rel.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return Sysroot(tmp_path)
+
+
+def test_v2_quota_is_the_tightest_on_the_path(tmp_path: Path) -> None:
+    sr = _tree(
+        tmp_path,
+        {
+            "/proc/77/cgroup": "0::/system.slice/mariadb.service\n",
+            "/sys/fs/cgroup/cpu.max": "max 100000\n",
+            "/sys/fs/cgroup/system.slice/cpu.max": "800000 100000\n",
+            "/sys/fs/cgroup/system.slice/mariadb.service/cpu.max": "400000 100000\n",
+        },
+    )
+    q = cgroup_cpu_quota(sr, "/proc/77/cgroup")
+    assert q.known and q.value == 4.0
+    assert q.source.endswith("mariadb.service/cpu.max")
+
+
+def test_v2_without_quota_is_known_none(tmp_path: Path) -> None:
+    sr = _tree(
+        tmp_path,
+        {"/proc/77/cgroup": "0::/a\n", "/sys/fs/cgroup/a/cpu.max": "max 100000\n"},
+    )
+    q = cgroup_cpu_quota(sr, "/proc/77/cgroup")
+    assert q.known and q.value is None
+
+
+def test_v1_quota(tmp_path: Path) -> None:
+    sr = _tree(
+        tmp_path,
+        {
+            "/proc/77/cgroup": "4:memory:/x\n3:cpu,cpuacct:/docker/abc\n",
+            "/sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "150000\n",
+            "/sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000\n",
+            "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "-1\n",
+            "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+        },
+    )
+    q = cgroup_cpu_quota(sr, "/proc/77/cgroup")
+    assert q.known and q.value == 1.5
+
+
+@pytest.mark.parametrize("content", ["garbage", "400000", "400000 0", "abc 100000"])
+def test_garbage_cpu_max_is_unknown_with_the_file(tmp_path: Path, content: str) -> None:
+    sr = _tree(tmp_path, {"/proc/77/cgroup": "0::/a\n", "/sys/fs/cgroup/a/cpu.max": content})
+    q = cgroup_cpu_quota(sr, "/proc/77/cgroup")
+    assert not q.known and "cpu.max" in (q.unknown or "")
+
+
+def _kunpeng_with_server(cpus: str, quota: float | None) -> Facts:
+    f = collect_facts(ROOTS / "kunpeng920-2s", perf_live_test=False)
+    srv = server("10.11.19-MariaDB", "Debian", {}).model_copy(
+        update={
+            "cpus_allowed": known(cpus, "/proc/1/status"),
+            "cpu_quota_cpus": Fact[float](value=quota, source="/sys/fs/cgroup/db/cpu.max"),
+        }
+    )
+    return f.model_copy(update={"server": srv})
+
+
+def test_budget_is_the_quota_when_it_binds() -> None:
+    b = server_cpu_budget(_kunpeng_with_server("0-127", 4.0))
+    assert b.value == 4 and "quota" in b.source
+
+
+def test_budget_is_the_affinity_when_it_binds() -> None:
+    b = server_cpu_budget(_kunpeng_with_server("0-3", None))
+    assert b.value == 4 and "Cpus_allowed_list 0-3" in b.source
+
+
+def test_fractional_quota_rounds_up() -> None:
+    assert server_cpu_budget(_kunpeng_with_server("0-127", 2.5)).value == 3
+
+
+def test_host_only_facts_say_the_servers_limits_were_not_read() -> None:
+    f = collect_facts(ROOTS / "kunpeng920-2s", perf_live_test=False)
+    b = server_cpu_budget(f)
+    assert b.value == 128 and "not read" in b.source

@@ -1,0 +1,108 @@
+"""Guest detection and the newer CPU parts."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from myaccel.facts.cpu import collect_cpu
+from myaccel.facts.sysroot import Sysroot
+from myaccel.facts.virt import collect_hypervisor
+from myaccel.model import known, unknown
+
+SYSROOTS = Path(__file__).parent.parent / "fixtures" / "sysroots"
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Sysroot:
+    for rel, text in files.items():
+        p = tmp_path / rel.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    (tmp_path / "proc").mkdir(exist_ok=True)
+    return Sysroot(tmp_path)
+
+
+ARM_FLAGS = known(["fp", "asimd", "atomics", "crc32"], "/proc/cpuinfo")
+X86_FLAGS = known(["fpu", "sse2", "lm", "avx2"], "/proc/cpuinfo")
+
+
+@pytest.mark.parametrize(
+    ("files", "flags", "expected"),
+    [
+        (
+            {
+                "/sys/class/dmi/id/sys_vendor": "Amazon EC2\n",
+                "/sys/class/dmi/id/product_name": "m6g.4xlarge\n",
+            },
+            ARM_FLAGS,
+            "nitro",
+        ),
+        (
+            {
+                "/sys/class/dmi/id/sys_vendor": "Amazon EC2\n",
+                "/sys/class/dmi/id/product_name": "m6g.metal\n",
+            },
+            ARM_FLAGS,
+            "none",
+        ),
+        (
+            {
+                "/sys/class/dmi/id/sys_vendor": "Alibaba Cloud\n",
+                "/sys/class/dmi/id/product_name": "Alibaba Cloud ECS\n",
+            },
+            ARM_FLAGS,
+            "kvm",
+        ),
+        (
+            {
+                "/sys/class/dmi/id/sys_vendor": "Huawei\n",
+                "/sys/class/dmi/id/product_name": "TaiShan 200 (Model 2280)\n",
+            },
+            ARM_FLAGS,
+            "none",
+        ),
+        ({"/sys/class/dmi/id/sys_vendor": "QEMU\n"}, ARM_FLAGS, "kvm"),
+        ({"/sys/hypervisor/type": "xen\n"}, X86_FLAGS, "xen"),
+        ({"/proc/device-tree/hypervisor/compatible": "xen,xen-4.17\0xen,xen\0"}, ARM_FLAGS, "xen"),
+        ({}, known([*X86_FLAGS.get([]), "hypervisor"], "/proc/cpuinfo"), "guest"),
+        ({}, X86_FLAGS, "none"),
+    ],
+)
+def test_hypervisor_signals(
+    tmp_path: Path, files: dict[str, str], flags: object, expected: str
+) -> None:
+    sr = _tree(tmp_path, files)
+    got = collect_hypervisor(sr, flags)  # type: ignore[arg-type]
+    assert got.known and got.value == expected, got
+
+
+def test_arm_without_any_signal_is_unknown_with_a_reason(tmp_path: Path) -> None:
+    got = collect_hypervisor(_tree(tmp_path, {}), ARM_FLAGS)
+    assert not got.known and "no hypervisor signal" in (got.unknown or "")
+    got = collect_hypervisor(_tree(tmp_path, {}), unknown("cannot read", "/proc/cpuinfo"))
+    assert not got.known
+
+
+def test_this_vm_is_a_guest() -> None:
+    cpu = collect_cpu(Sysroot(SYSROOTS / "this-vm"))
+    assert cpu.hypervisor.known and cpu.hypervisor.value != "none"
+
+
+@pytest.mark.parametrize(
+    ("part", "model", "family"),
+    [
+        ("0xd02", "Kunpeng 920B (HIP09)", "hisilicon-hip09"),
+        ("0xd06", "HiSilicon HIP12", "hisilicon-hip12"),
+    ],
+)
+def test_new_hisilicon_parts_decode(tmp_path: Path, part: str, model: str, family: str) -> None:
+    src = SYSROOTS / "kunpeng920-2s"
+    dst = tmp_path / "root"
+    shutil.copytree(src, dst, symlinks=True)
+    cpuinfo = dst / "proc" / "cpuinfo"
+    cpuinfo.write_text(cpuinfo.read_text().replace("CPU part\t: 0xd01", f"CPU part\t: {part}"))
+    cpu = collect_cpu(Sysroot(dst))
+    assert cpu.model.value == model and cpu.family.value == family
+    assert cpu.vendor.value == "HiSilicon"
