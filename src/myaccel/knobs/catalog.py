@@ -50,25 +50,16 @@ from myaccel.knobs.history import (
     nearest_series,
     parse_version,
     resolve_history,
-    series_label,
-    version_text,
 )
 from myaccel.knobs.model import (
-    CATALOG_SCHEMA,
     FLAVOR_LABELS,
     FLAVORS,
-    LAYERS,
-    AutoSpec,
     CatalogData,
     CatalogError,
-    Change,
-    DefaultNotComputable,
     GroupSpec,
     InvalidKnobValue,
     KnobError,
-    KnobNotAvailable,
     KnobSpec,
-    Machine,
     ResolvedKnob,
     UnknownKnob,
     Version,
@@ -79,32 +70,16 @@ from myaccel.knobs.server_knobs import ServerKnobs, coerce_value, option_line
 from myaccel.knobs.values import KnobValue, ValueSyntaxError
 from myaccel.server.flavor import ServerVersion, parse_server_version
 
-# The names other modules import from here, wherever they are defined now.
+# Names other modules import from here, wherever they are defined now.
 __all__ = [
-    "CATALOG_SCHEMA",
     "DATA_PATH",
-    "FLAVORS",
     "FLAVOR_LABELS",
-    "LAYERS",
-    "AutoSpec",
     "Catalog",
-    "CatalogData",
-    "CatalogError",
-    "Change",
-    "DefaultNotComputable",
-    "GroupSpec",
-    "InvalidKnobValue",
     "KnobError",
-    "KnobNotAvailable",
-    "KnobSpec",
-    "Machine",
     "ResolvedKnob",
     "ServerKnobs",
-    "UnknownKnob",
     "change_applies",
     "parse_version",
-    "series_label",
-    "version_text",
 ]
 
 log = logging.getLogger(__name__)
