@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
 from myaccel.model import AtomicsFacts, BinaryFacts, Facts, ServerFacts, known
-from myaccel.rules.engine import Hints, load_rules, make_plan, parse_size
+from myaccel.rules.engine import Hints, load_rules, make_plan
 from myaccel.rules.server_rules import (
     GiB,
     MiB,
@@ -21,6 +21,7 @@ from myaccel.rules.server_rules import (
     pool_instances,
     pool_layout,
 )
+from myaccel.units import size_or_none as parse_size
 
 ROOTS = Path(__file__).parent.parent / "fixtures" / "sysroots"
 
@@ -452,3 +453,26 @@ def test_mysql_pool_layout_is_kept_as_set(pool: int, cpus: int) -> None:
 def test_mysql_pool_layout_examples() -> None:
     assert pool_layout(75 * GiB, 128) == (75 * GiB, 60)  # 600 chunks = 60 x 10
     assert pool_layout(18048 * MiB, 2) == (17920 * MiB, 2)  # 141 chunks: odd, round down
+
+
+def test_simple_rules_data_is_checked(tmp_path: Path) -> None:
+    """The rows of rules/data/simple_rules.json load; a row naming an unknown condition or
+    a formula with an unknown name is refused with a hint, not run."""
+    import json
+
+    from myaccel.rules.simple import DATA_PATH, SimpleRulesError, load_rows
+
+    rows = load_rows()
+    assert {r.id for r in rows} <= set(load_rules())
+    raw = json.loads(DATA_PATH.read_text())
+    raw["rules"][0]["when"] = [{"need": "no-such-condition", "else": "x"}]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(SimpleRulesError, match="unknown conditions"):
+        load_rows(bad)
+    raw = json.loads(DATA_PATH.read_text())
+    io = next(r for r in raw["rules"] if r["id"] == "server-io-threads")
+    io["set"][0]["to"] = "min(16, ram_bytes)"
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(SimpleRulesError, match="formula"):
+        load_rows(bad)

@@ -28,6 +28,7 @@ from myaccel.server.sandbox import (
     flavor_label,
     parse_sets,
 )
+from myaccel.units import format_bytes
 
 
 def _say(msg: str) -> None:
@@ -39,12 +40,7 @@ def _stdout_is_tty() -> bool:
 
 
 def _format_size(size_bytes: int) -> str:
-    size = float(size_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size_bytes} B"
+    return format_bytes(size_bytes, whole_from=None)
 
 
 def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

@@ -5,19 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from myaccel.model import BinaryFacts, CpuFacts, Fact, Facts, NetworkFacts, ServerFacts
+from myaccel.units import format_bytes as human_bytes
 
 Section = tuple[str, list[tuple[str, str]]]
-
-
-def human_bytes(n: int | None) -> str:
-    if n is None:
-        return "?"
-    v = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(v) < 1024 or unit == "TiB":
-            return f"{v:.0f} {unit}" if unit == "B" or v >= 100 else f"{v:.1f} {unit}"
-        v /= 1024
-    return f"{n} B"
 
 
 def show(f: Fact[Any], fmt: Any = str, *, none: str = "none") -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from myaccel import units
 from myaccel.errors import SysrootError
 from myaccel.model import Fact, known, unknown
 
@@ -208,16 +209,15 @@ def format_cpu_list(cpus: list[int]) -> str:
     return ",".join(out)
 
 
-_SIZE = re.compile(r"([0-9]+)(kB|KB|K|M|G)?")
-_SIZE_MULT = {None: 1, "kB": 1024, "KB": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}
-
-
 def parse_size(text: str) -> int:
     """Parse sizes as the kernel prints them: ``32K``, ``1024K``, ``64M``, ``123 kB``."""
     t = text.strip().replace(" ", "")
-    m = _SIZE.fullmatch(t)
-    if m is None:
+    try:
+        n = units.parse_size(t, byte_suffix=True)
+    except ValueError:
+        n = -1
+    if n < 0 or not t[:1].isdigit():
         raise ValueError(f"{t[:24]!r} is not a size")
-    if len(m.group(1)) > 20 or int(m.group(1)) * _SIZE_MULT[m.group(2)] >= 1 << 64:
+    if n >= 1 << 64:
         raise ValueError(f"size {t[:24]!r} out of the 64-bit range")
-    return int(m.group(1)) * _SIZE_MULT[m.group(2)]
+    return n

@@ -1,7 +1,7 @@
 """Knob catalog: server variables per flavor and version (see ``catalog.py``)."""
 
-from myaccel.knobs.catalog import (
-    Catalog,
+from myaccel.knobs.catalog import Catalog
+from myaccel.knobs.model import (
     CatalogError,
     DefaultNotComputable,
     InvalidKnobValue,
@@ -10,10 +10,10 @@ from myaccel.knobs.catalog import (
     KnobSpec,
     Machine,
     ResolvedKnob,
-    ServerKnobs,
     UnknownKnob,
 )
 from myaccel.knobs.render import render_markdown
+from myaccel.knobs.server_knobs import ServerKnobs
 from myaccel.knobs.values import KnobValue
 
 __all__ = [

@@ -14,8 +14,10 @@ import ast
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from myaccel.units import GiB, KiB, MiB, TiB
+
 MACHINE_NAMES = frozenset({"logical_cpus", "ram_bytes"})
-CONSTANTS: Mapping[str, int] = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+CONSTANTS: Mapping[str, int] = {"KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB}
 FUNCTIONS: Mapping[str, Callable[..., int | float]] = {"min": min, "max": max, "round": round}
 
 _BINOPS: Mapping[type[ast.operator], Callable[[float, float], float]] = {

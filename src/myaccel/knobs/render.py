@@ -3,15 +3,10 @@ the catalog knows nothing of its documentation."""
 
 from __future__ import annotations
 
-from myaccel.knobs.catalog import (
-    FLAVOR_LABELS,
-    Catalog,
-    DefaultNotComputable,
-    KnobSpec,
-    ResolvedKnob,
-    ServerKnobs,
-    series_label,
-)
+from myaccel.knobs.catalog import Catalog
+from myaccel.knobs.history import series_label
+from myaccel.knobs.model import FLAVOR_LABELS, DefaultNotComputable, KnobSpec, ResolvedKnob
+from myaccel.knobs.server_knobs import ServerKnobs
 from myaccel.knobs.values import KnobValue, format_bool, format_float, format_size
 
 HEADER = """\

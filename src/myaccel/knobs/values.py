@@ -8,19 +8,31 @@
 - floats: ``90``, ``90.000000``.
 
 Values are normalized to Python ``int``, ``bool``, ``float`` or ``str``; formatting is the
-reverse, choosing the shortest exact size suffix (``134217728`` -> ``128M``).
+reverse, choosing the shortest exact size suffix (``134217728`` -> ``128M``). Sizes are
+read and written by ``myaccel.units``, which every floor shares.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
+
+from myaccel.units import SizeSyntaxError, format_size, parse_size
+
+__all__ = [
+    "KnobValue",
+    "ValueSyntaxError",
+    "format_bool",
+    "format_float",
+    "format_size",
+    "parse_bool",
+    "parse_enum",
+    "parse_float",
+    "parse_int",
+]
 
 KnobValue = int | float | bool | str
 
-SIZE_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
-_NUM_RE = re.compile(r"^\s*([+-]?\d+)\s*([KMGTPE])?\s*$", re.IGNORECASE)
 _TRUE = {"ON", "1", "TRUE", "YES"}
 _FALSE = {"OFF", "0", "FALSE", "NO"}
 
@@ -31,12 +43,10 @@ class ValueSyntaxError(ValueError):
 
 def parse_int(text: str) -> int:
     """``128M`` -> 134217728; ``-1`` -> -1; ``1.5G`` is rejected (mysqld rejects it too)."""
-    m = _NUM_RE.match(text)
-    if not m:
-        raise ValueSyntaxError(f"'{text}' is not an integer (suffixes K, M, G, T, P, E allowed)")
-    number = int(m.group(1))
-    suffix = m.group(2)
-    return number * SIZE_SUFFIXES[suffix.upper()] if suffix else number
+    try:
+        return parse_size(text)
+    except SizeSyntaxError as exc:
+        raise ValueSyntaxError(str(exc)) from exc
 
 
 def parse_bool(text: str) -> bool:
@@ -69,17 +79,6 @@ def parse_enum(text: str, values: Sequence[str]) -> str:
     if len(on_off) == 2 and t.upper() in _TRUE | _FALSE:
         return on_off["ON" if t.upper() in _TRUE else "OFF"]
     raise ValueSyntaxError(f"'{text}' is not one of {', '.join(values)}")
-
-
-def format_size(n: int) -> str:
-    """Shortest exact spelling: 134217728 -> ``128M``, 1000 -> ``1000``, -1 -> ``-1``."""
-    if n == 0 or n < 0:
-        return str(n)
-    for suffix in ("E", "P", "T", "G", "M", "K"):
-        unit = SIZE_SUFFIXES[suffix]
-        if n % unit == 0:
-            return f"{n // unit}{suffix}"
-    return str(n)
 
 
 def format_float(x: float) -> str:

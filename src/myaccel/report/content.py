@@ -29,6 +29,7 @@ from myaccel.profile.records import Profile
 from myaccel.redact import redact_argv
 from myaccel.report.load import Artifacts, Loaded
 from myaccel.rules.model import LAYERS, Plan, Recommendation
+from myaccel.units import format_gib as _gib
 
 # ---------------------------------------------------------------- experiments
 
@@ -501,10 +502,6 @@ def _yn(fact: Any) -> str:
     if v is None:
         return "unknown"
     return "yes" if v else "no"
-
-
-def _gib(b: int | None) -> str:
-    return "?" if b is None else f"{b / 2**30:.1f} GiB"
 
 
 def environment(facts: Facts | None, runs: Sequence[RunRecord]) -> list[tuple[str, str]]:

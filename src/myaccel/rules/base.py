@@ -1,5 +1,5 @@
 """What every rule module needs: the rule context, ``Skip``, the registry and its
-``@rule`` decorator, and the size helpers rules use.
+``@rule`` decorator, and how a rule spells a size and builds a server recommendation.
 
 The rule modules (``server_rules``, ``os_rules``, ``build_rules``) import this module;
 ``engine`` imports them (to register their rules) and runs them. Nothing here imports a
@@ -8,7 +8,6 @@ rule module or the engine, so the dependencies run one way.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -16,6 +15,7 @@ from typing import Any, Protocol
 from myaccel.model import Facts
 from myaccel.rules.model import Layer, Recommendation
 from myaccel.server.flavor import ServerVersion, parse_server_version
+from myaccel.units import format_size, size_or_none
 
 
 class Skip(Exception):
@@ -52,24 +52,10 @@ class FindingEffect:
     reason: str = ""
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTkmgt]?)[Bb]?\s*$")
-
-
-def parse_size(text: str | None) -> int | None:
-    if text is None:
-        return None
-    m = _SIZE.match(str(text))
-    if not m:
-        return None
-    mult = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}[m.group(2).lower()]
-    return int(float(m.group(1)) * mult)
-
-
-def fmt_size(n: int) -> str:
-    for unit, m in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
-        if n >= m and n % m == 0:
-            return f"{n // m}{unit}"
-    return str(n)
+def format_plan_size(n: int) -> str:
+    """A size as plans spell it, with K, M or G (plans never used T and up: older option
+    parsers, MySQL 5.7's among them, do not read them)."""
+    return format_size(n, largest="G")
 
 
 @dataclass
@@ -112,7 +98,12 @@ class RuleContext:
         return self.variables().get(name)
 
     def var_int(self, name: str) -> int | None:
-        return parse_size(self.var(name))
+        return size_or_none(self.var(name))
+
+    def planned_bytes(self, name: str) -> int:
+        """The knob's value as planned so far (an earlier rule's proposal, else the
+        server's), 0 when unset or not a number."""
+        return size_or_none(self.proposed.get(name) or self.var(name)) or 0
 
     def has(self, name: str) -> bool:
         if self.knobs is not None:
@@ -133,6 +124,14 @@ class RuleContext:
     def numa_nodes(self) -> int:
         nodes = self.facts.cpu.numa_nodes.value
         return len(nodes) if nodes else 1
+
+
+def recommend(ctx: RuleContext, **fields: object) -> Recommendation:
+    """A recommendation; its risk, unless given, is ``online`` for a server knob that
+    ``SET GLOBAL`` changes and ``restart`` otherwise."""
+    name = str(fields["target"]).removeprefix("mysql:")
+    fields.setdefault("risk", "online" if ctx.is_dynamic(name) else "restart")
+    return Recommendation.model_validate(fields)
 
 
 RuleFn = Callable[[RuleContext], list[Recommendation]]

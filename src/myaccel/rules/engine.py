@@ -23,8 +23,6 @@ from myaccel.rules.base import (
     RuleFn,
     RuleSpec,
     Skip,
-    fmt_size,
-    parse_size,
     rule,
 )
 from myaccel.rules.model import (
@@ -35,6 +33,7 @@ from myaccel.rules.model import (
     Skipped,
     target_knob,
 )
+from myaccel.units import format_gib
 
 __all__ = [
     "REGISTRY",
@@ -47,10 +46,8 @@ __all__ = [
     "Skip",
     "apply_finding_effects",
     "facts_digest",
-    "fmt_size",
     "load_rules",
     "make_plan",
-    "parse_size",
     "rule",
 ]
 
@@ -104,7 +101,7 @@ def facts_digest(facts: Facts) -> str:
 
 
 def load_rules() -> dict[str, RuleSpec]:
-    from myaccel.rules import build_rules, os_rules, server_rules  # noqa: F401  (registration)
+    from myaccel.rules import build_rules, os_rules, server_rules, simple  # noqa: F401  (registration)
 
     return REGISTRY
 
@@ -232,7 +229,7 @@ def _memory_budget(ctx: RuleContext, warnings: list[str]) -> MemoryBudget | None
         return None
     if not memory.within:
         warnings.append(
-            f"memory sum {memory.total_bytes / 2**30:.1f} GiB exceeds the budget {memory.budget_bytes / 2**30:.1f} GiB"
+            f"memory sum {format_gib(memory.total_bytes)} exceeds the budget {format_gib(memory.budget_bytes)}"
         )
     return memory
 

@@ -4,120 +4,10 @@ from __future__ import annotations
 
 from myaccel.facts.sysroot import parse_cpu_list
 from myaccel.rules.base import RuleContext, Skip, rule
+from myaccel.rules.conditions import managed
 from myaccel.rules.model import Recommendation
 
 THP = "/sys/kernel/mm/transparent_hugepage"
-
-
-def _managed(ctx: RuleContext, key: str) -> str | None:
-    """The tuned profile that enforces ``key`` (sysctl name), if any."""
-    m = ctx.facts.managers
-    if m is None or not m.tuned_sysctls.known:
-        return None
-    if key in (m.tuned_sysctls.value or {}):
-        return m.tuned_profile.value
-    return None
-
-
-def _check_managed(ctx: RuleContext, key: str) -> None:
-    prof = _managed(ctx, key)
-    if prof:
-        raise Skip(f"{key} is enforced by the active tuned profile '{prof}': change it there")
-
-
-@rule(
-    "os-thp",
-    "os",
-    "Transparent huge pages: madvise",
-    "MariaDB/MySQL operations practice; kernel docs (transparent_hugepage)",
-)
-def thp(ctx: RuleContext) -> list[Recommendation]:
-    """THP 'always' makes the kernel compact memory and collapse pages behind the server's
-    back (latency spikes, memory bloat with some allocators); 'madvise' keeps huge pages
-    for those who ask, including code huge pages."""
-    f = ctx.facts.memory.thp_enabled
-    if not f.known:
-        raise Skip(f"THP state unknown: {f.unknown}")
-    if f.value != "always":
-        raise Skip(f"THP is '{f.value}'")
-    _check_managed(ctx, "sys:kernel/mm/transparent_hugepage/enabled")
-    return [
-        Recommendation(
-            id="os-thp",
-            layer="os",
-            title="THP madvise instead of always",
-            target=f"sysfs:{THP}/enabled",
-            current="always",
-            proposed="madvise",
-            rationale="no background compaction stalls; huge pages only where asked for",
-            evidence={"memory.thp_enabled": "always"},
-            expected_effect="steadier latency (fewer compaction stalls)",
-            effect_source="kernel documentation: transparent_hugepage",
-            risk="online",
-            verify=f"cat {THP}/enabled shows [madvise]",
-        )
-    ]
-
-
-@rule("os-swappiness", "os", "Swap only under real pressure", "kernel docs: vm.swappiness")
-def swappiness(ctx: RuleContext) -> list[Recommendation]:
-    """With swap configured, a high swappiness pages out the buffer pool while the page
-    cache holds logs; 1 keeps swap as a last resort."""
-    m = ctx.facts.memory
-    if not m.swap_total_bytes.value:
-        raise Skip("no swap configured")
-    cur = m.swappiness.value
-    if cur is None or cur <= 10:
-        raise Skip(f"swappiness {cur}")
-    _check_managed(ctx, "vm.swappiness")
-    return [
-        Recommendation(
-            id="os-swappiness",
-            layer="os",
-            title="Low swappiness",
-            target="sysctl:vm.swappiness",
-            current=str(cur),
-            proposed="1",
-            rationale="keep the buffer pool in RAM; swap only as a last resort",
-            evidence={
-                "memory.swappiness": str(cur),
-                "memory.swap_total_bytes": str(m.swap_total_bytes.value),
-            },
-            expected_effect="no latency cliffs from a swapped-out buffer pool",
-            effect_source="kernel documentation: vm.swappiness",
-            risk="online",
-            verify="sysctl vm.swappiness",
-        )
-    ]
-
-
-@rule("os-dirty", "os", "Earlier background writeback", "kernel docs: vm.dirty_background_ratio")
-def dirty(ctx: RuleContext) -> list[Recommendation]:
-    """On large-memory machines 10% dirty memory is gigabytes of binlog and temporary files
-    flushed in a burst; start background writeback earlier."""
-    m = ctx.facts.memory
-    total = m.total_bytes.value or 0
-    bg = m.dirty_background_ratio.value
-    if total < 64 * 1024**3 or bg is None or bg <= 5 or (m.dirty_background_bytes.value or 0) > 0:
-        raise Skip("less than 64 GiB RAM, or background writeback already early")
-    _check_managed(ctx, "vm.dirty_background_ratio")
-    return [
-        Recommendation(
-            id="os-dirty-background",
-            layer="os",
-            title="Background writeback at 5%",
-            target="sysctl:vm.dirty_background_ratio",
-            current=str(bg),
-            proposed="5",
-            rationale=f"{bg}% of {total / 2**30:.0f} GiB is flushed in bursts",
-            evidence={"memory.dirty_background_ratio": str(bg), "memory.total_bytes": str(total)},
-            expected_effect="smaller write bursts (steadier latency)",
-            effect_source="kernel documentation",
-            risk="online",
-            verify="sysctl vm.dirty_background_ratio",
-            confidence="low",
-        )
-    ]
 
 
 @rule(
@@ -158,7 +48,7 @@ def scheduler(ctx: RuleContext) -> list[Recommendation]:
             if loc == "procfs"
             else f"debugfs:/sys/kernel/debug/sched/{name}"
         )
-        if _managed(ctx, f"kernel.sched_{name}"):
+        if managed(ctx, f"kernel.sched_{name}"):
             continue
         out.append(
             Recommendation(
@@ -180,32 +70,6 @@ def scheduler(ctx: RuleContext) -> list[Recommendation]:
     if not out:
         raise Skip("scheduler knobs already at or above the targets")
     return out
-
-
-@rule("os-governor", "os", "CPU frequency governor", "kernel docs: cpufreq")
-def governor(ctx: RuleContext) -> list[Recommendation]:
-    """Power-saving governors ramp the clock up late for bursty database load."""
-    g = ctx.facts.cpu.governor
-    if not g.known:
-        raise Skip(g.unknown or "no cpufreq")
-    if g.value == "performance":
-        raise Skip("already performance")
-    return [
-        Recommendation(
-            id="os-governor",
-            layer="os",
-            title="performance governor",
-            target="sysfs:/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
-            current=g.value,
-            proposed="performance",
-            rationale="full clock without ramp-up delay",
-            evidence={"cpu.governor": str(g.value)},
-            expected_effect="lower latency, a few % throughput",
-            effect_source="kernel cpufreq documentation",
-            risk="online",
-            verify="cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
-        )
-    ]
 
 
 @rule(
@@ -277,14 +141,7 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
         raise Skip("single NUMA node")
     bp = 0
     if ctx.facts.server is not None:
-        from myaccel.rules.base import parse_size
-
-        bp = (
-            parse_size(
-                ctx.proposed.get("innodb_buffer_pool_size") or ctx.var("innodb_buffer_pool_size")
-            )
-            or 0
-        )
+        bp = ctx.planned_bytes("innodb_buffer_pool_size")
     need = 0
     mem = 0
     for nd in nodes:

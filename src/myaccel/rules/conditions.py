@@ -1,0 +1,153 @@
+"""What rules test about a machine: helpers the rule functions share, and the named
+conditions that the rows of ``data/simple_rules.json`` gate on.
+
+A condition is ``(ctx, arg) -> bool``: False skips the row with the reason the row gives;
+a condition may also raise ``Skip`` itself when it cannot be decided (storage type or CPU
+count unknown, no server facts, a setting owned by tuned). ``arg`` is the text after the
+condition's name in the row: a knob (``on:log_bin``), a knob with values
+(``var-is-not:sync_binlog=0``) or a fact path with a number (``fact-above:memory.swappiness=10``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from myaccel.rules.base import RuleContext, Skip
+from myaccel.units import MiB, parse_size
+
+
+def storage_kind(ctx: RuleContext) -> str:
+    """``nvme``, ``ssd`` or ``hdd`` for the storage under the datadir."""
+    s = ctx.facts.storage
+    dev = s.block_device.value or ""
+    if dev.startswith("nvme"):
+        return "nvme"
+    if s.rotational.known:
+        return "hdd" if s.rotational.value else "ssd"
+    raise Skip("storage type unknown")
+
+
+def many_core_arm(ctx: RuleContext) -> bool:
+    return ctx.facts.cpu.arch.value == "aarch64" and ctx.cpus() >= 64
+
+
+def status_int(ctx: RuleContext, name: str, default: str = "0") -> int:
+    """A status counter as an integer (``default`` when absent or empty)."""
+    return int(ctx.status().get(name, default) or default)
+
+
+def concurrency(ctx: RuleContext) -> int:
+    """The expected client concurrency: the benchmark's threads, else the observed peak."""
+    return ctx.hints.threads or status_int(ctx, "Max_used_connections")
+
+
+def managed(ctx: RuleContext, key: str) -> str | None:
+    """The tuned profile that enforces ``key`` (sysctl name), if any."""
+    m = ctx.facts.managers
+    if m is None or not m.tuned_sysctls.known:
+        return None
+    if key in (m.tuned_sysctls.value or {}):
+        return m.tuned_profile.value
+    return None
+
+
+def check_managed(ctx: RuleContext, key: str) -> None:
+    prof = managed(ctx, key)
+    if prof:
+        raise Skip(f"{key} is enforced by the active tuned profile '{prof}': change it there")
+
+
+def fact(ctx: RuleContext, path: str) -> Any:
+    """The ``Fact`` at a dotted path of the facts (``memory.swappiness``)."""
+    obj: Any = ctx.facts
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _split(arg: str) -> tuple[str, str]:
+    name, _, value = arg.partition("=")
+    return name, value
+
+
+def _fact_above(ctx: RuleContext, arg: str) -> bool:
+    path, number = _split(arg)
+    value = fact(ctx, path).value
+    return value is not None and value > parse_size(number)
+
+
+def _fact_at_least(ctx: RuleContext, arg: str) -> bool:
+    path, number = _split(arg)
+    return (fact(ctx, path).value or 0) >= parse_size(number)
+
+
+def _var_is_not(ctx: RuleContext, arg: str) -> bool:
+    knob, values = _split(arg)
+    return ctx.var(knob) not in values.split(",")
+
+
+def _not_o_direct(ctx: RuleContext, knob: str) -> bool:
+    cur = (ctx.var(knob) or "").lower()
+    return bool(cur) and not cur.startswith("o_direct")
+
+
+def _not_managed(ctx: RuleContext, key: str) -> bool:
+    check_managed(ctx, key)
+    return True
+
+
+def _variables(ctx: RuleContext, _arg: str) -> bool:
+    ctx.variables()  # the rule reads server variables first: their absence is the reason
+    return True
+
+
+def _log_buffer_short(ctx: RuleContext, _arg: str) -> bool:
+    cur = ctx.var_int("innodb_log_buffer_size")
+    waits = status_int(ctx, "Innodb_log_waits")
+    return cur is not None and (cur < 32 * MiB or waits != 0)
+
+
+def _ssd_and_nonzero(ctx: RuleContext, knob: str) -> bool:
+    kind = storage_kind(ctx)
+    cur = ctx.var(knob)
+    return kind != "hdd" and cur is not None and cur != "0"
+
+
+def _table_cache_pressure(ctx: RuleContext, _arg: str) -> bool:
+    uptime = max(1, status_int(ctx, "Uptime", "1"))
+    opened = status_int(ctx, "Opened_tables")
+    overflows = status_int(ctx, "Table_open_cache_overflows")
+    return uptime >= 600 and (opened / uptime >= 1 or overflows != 0)
+
+
+CONDITIONS: dict[str, Callable[[RuleContext, str], bool]] = {
+    # durability and server
+    "relaxed": lambda ctx, _: ctx.durability == "relaxed",
+    "variables": _variables,
+    "on": lambda ctx, knob: (ctx.var(knob) or "").upper() in ("ON", "1"),
+    "var-is-not": _var_is_not,
+    "not-flavor": lambda ctx, flavor: ctx.flavor != flavor,
+    "has": lambda ctx, knob: ctx.has(knob),
+    "log-buffer-short": _log_buffer_short,
+    "table-cache-pressure": _table_cache_pressure,
+    "oversubscribed": lambda ctx, _: concurrency(ctx) >= 4 * ctx.cpus(),
+    # machine
+    "many-core-arm-or-spin": lambda ctx, _: (
+        many_core_arm(ctx) or "spin-hot-spot" in ctx.hints.findings
+    ),
+    "numa-or-ahi-hot": lambda ctx, _: ctx.numa_nodes() >= 2 or "ahi-hot-spot" in ctx.hints.findings,
+    "ssd-and-nonzero": _ssd_and_nonzero,
+    "ssd-and-16-cpus": lambda ctx, _: storage_kind(ctx) != "hdd" and ctx.cpus() >= 16,
+    "o-direct-fs": lambda ctx, _: (ctx.facts.storage.fs_type.value or "") not in ("tmpfs", "zfs"),
+    "not-o-direct": _not_o_direct,
+    # facts by dotted path
+    "known": lambda ctx, path: bool(fact(ctx, path).known),
+    "fact-is": lambda ctx, arg: fact(ctx, _split(arg)[0]).value == _split(arg)[1],
+    "fact-is-not": lambda ctx, arg: fact(ctx, _split(arg)[0]).value != _split(arg)[1],
+    "fact-set": lambda ctx, path: bool(fact(ctx, path).value),
+    "fact-unset": lambda ctx, path: not fact(ctx, path).value,
+    "fact-above": _fact_above,
+    "fact-at-least": _fact_at_least,
+    "not-managed": _not_managed,
+}
