@@ -13,6 +13,7 @@ import contextlib
 import glob
 import shutil
 import signal
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -84,6 +85,22 @@ def has_bolt_marker(binary: Path) -> tuple[bool, str]:
     return False, "no .note.bolt_info / .bolt.org.* sections"
 
 
+@contextlib.contextmanager
+def perf_record_pid(perf: str, pid: int | None, perf_data: Path, log: IO[str]) -> Iterator[None]:
+    """Sample ``pid`` with ``perf record -e cpu-clock`` into ``perf_data`` while the block
+    runs (perf's messages go to ``log``)."""
+    if pid is None:
+        raise BuildFailed("the BOLT profiling sandbox has no server pid", hint="see the log")
+    child = proc.spawn(
+        [perf, "record", "-e", "cpu-clock", "-p", str(pid), "-o", str(perf_data)], output=log
+    )
+    try:
+        yield
+    finally:
+        # SIGINT makes perf record write its data and end; SIGKILL if it hangs
+        child.stop(grace_s=300, sig=signal.SIGINT)
+
+
 class BoltStage(Stage):
     name = "bolt"
     title = "BOLT (perf profile, perf2bolt, llvm-bolt)"
@@ -151,22 +168,6 @@ class BoltStage(Stage):
         else:
             from myaccel.build.train import sandbox_workload, train_sandbox
 
-            @contextlib.contextmanager
-            def perf_on(pid: int | None) -> Any:
-                if pid is None:
-                    raise BuildFailed(
-                        "the BOLT profiling sandbox has no server pid", hint="see the log"
-                    )
-                child = proc.spawn(
-                    [tools.perf, "record", "-e", "cpu-clock", "-p", str(pid), "-o", str(perf_data)],
-                    output=log,
-                )
-                try:
-                    yield
-                finally:
-                    # SIGINT makes perf record write its data and end; SIGKILL if it hangs
-                    child.stop(grace_s=300, sig=signal.SIGINT)
-
             # profile the server binary that will be rewritten: a sandbox of the install tree
             train_sandbox(
                 lay.install,
@@ -174,7 +175,7 @@ class BoltStage(Stage):
                 sandbox_workload(ctx.request.train_profile),
                 log,
                 name="build-bolt",
-                during=perf_on,
+                during=lambda pid: perf_record_pid(tools.perf, pid, perf_data, log),
                 say=ctx.progress.note,
             )
         fdata = lay.bolt / "perf.fdata"
