@@ -12,7 +12,7 @@ from fake_runner import Recording, ReplayRunner
 
 from myaccel.bench import campaign
 from myaccel.bench.campaign import BenchContext, measure_run
-from myaccel.bench.runner import RunSpec, execute
+from myaccel.bench.runner import ProgressFn, RunSpec, execute
 from myaccel.bench.sysbench_output import parse_output
 from myaccel.env import Environment, using
 from myaccel.server.connection import ConnectParams
@@ -28,6 +28,21 @@ def _nowhere(tmp_path: Path, password: str | None = None) -> ConnectParams:
         user="sbtest",
         password=password,
         connect_timeout_s=1.0,
+    )
+
+
+def _context(tmp_path: Path, on_report: ProgressFn | None = None) -> BenchContext:
+    """A campaign whose server is unreachable: only the replayed sysbench answers."""
+    nowhere = _nowhere(tmp_path)
+    return BenchContext(
+        target=nowhere,
+        admin=nowhere,
+        out_dir=tmp_path,
+        campaign_id="c1",
+        host={},
+        server={},
+        dataset={},
+        on_report=on_report,
     )
 
 
@@ -81,16 +96,7 @@ def test_measure_run_parses_a_replayed_sysbench_output(
     rec = Recording.sysbench(RECORDED)
     fake = ReplayRunner().on(["sysbench"], rec)
     reports: list[dict[str, Any]] = []
-    ctx = BenchContext(
-        target=_nowhere(tmp_path),
-        admin=_nowhere(tmp_path),
-        out_dir=tmp_path,
-        campaign_id="c1",
-        host={},
-        server={},
-        dataset={},
-        on_report=reports.append,
-    )
+    ctx = _context(tmp_path, on_report=reports.append)
     spec = RunSpec(
         workload="oltp_read_only", threads=4, duration_s=6, warmup_s=0, tables=4, table_size=10000
     )
@@ -124,15 +130,7 @@ def test_measure_run_marks_a_failed_replay_invalid(
 ) -> None:
     monkeypatch.setattr(campaign, "host_quietness", lambda sample_s=1.0: {})
     fake = ReplayRunner().on(["sysbench"], Recording.sysbench("fatal_missing_table_ps"))
-    ctx = BenchContext(
-        target=_nowhere(tmp_path),
-        admin=_nowhere(tmp_path),
-        out_dir=tmp_path,
-        campaign_id="c1",
-        host={},
-        server={},
-        dataset={},
-    )
+    ctx = _context(tmp_path)
     spec = RunSpec(
         workload="oltp_read_only", threads=2, duration_s=5, warmup_s=0, tables=1, table_size=10
     )
