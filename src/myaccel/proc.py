@@ -67,7 +67,12 @@ class Completed:
 
 
 def which(name: str) -> str | None:
-    """Find an executable on PATH or in the sbin directories."""
+    """Find an executable on PATH or in the sbin directories (asks the current runner)."""
+    return _runner().which(name)
+
+
+def search_path(name: str) -> str | None:
+    """``which`` on this machine: PATH, then the sbin directories."""
     found = shutil.which(name)
     if found:
         return found
@@ -124,15 +129,22 @@ class Child(Protocol):
         ...
 
 
+# An ``env`` adds to (or overrides) the caller's environment; a value of None removes the
+# variable from what the child inherits (e.g. a password variable the child must not see).
+EnvChanges = Mapping[str, str | None]
+
+
 class Runner(Protocol):
     """What executes subprocesses; ``SystemRunner`` for real, a fake in tests."""
+
+    def which(self, name: str) -> str | None: ...
 
     def run(
         self,
         argv: Sequence[str],
         *,
         timeout_s: float,
-        env: Mapping[str, str] | None,
+        env: EnvChanges | None,
         input_text: str | None,
         cwd: str | Path | None,
     ) -> Completed: ...
@@ -143,7 +155,7 @@ class Runner(Protocol):
         *,
         timeout_s: float,
         on_line: Callable[[str], None],
-        env: Mapping[str, str] | None,
+        env: EnvChanges | None,
         cwd: str | Path | None,
     ) -> Streamed: ...
 
@@ -152,17 +164,21 @@ class Runner(Protocol):
         argv: Sequence[str],
         *,
         output: IO[bytes] | IO[str] | None,
-        env: Mapping[str, str] | None,
+        env: EnvChanges | None,
         cwd: str | Path | None,
         new_session: bool,
     ) -> Child: ...
 
 
-def _merged_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+def _merged_env(env: EnvChanges | None) -> dict[str, str] | None:
     if env is None:
         return None
     full = dict(os.environ)
-    full.update(env)
+    for key, value in env.items():
+        if value is None:
+            full.pop(key, None)
+        else:
+            full[key] = value
     return full
 
 
@@ -214,12 +230,15 @@ class PopenChild:
 class SystemRunner:
     """Runs commands for real."""
 
+    def which(self, name: str) -> str | None:
+        return search_path(name)
+
     def run(
         self,
         argv: Sequence[str],
         *,
         timeout_s: float,
-        env: Mapping[str, str] | None,
+        env: EnvChanges | None,
         input_text: str | None,
         cwd: str | Path | None,
     ) -> Completed:
@@ -252,7 +271,7 @@ class SystemRunner:
         *,
         timeout_s: float,
         on_line: Callable[[str], None],
-        env: Mapping[str, str] | None,
+        env: EnvChanges | None,
         cwd: str | Path | None,
     ) -> Streamed:
         args = tuple(str(a) for a in argv)
@@ -298,7 +317,7 @@ class SystemRunner:
         argv: Sequence[str],
         *,
         output: IO[bytes] | IO[str] | None,
-        env: Mapping[str, str] | None,
+        env: EnvChanges | None,
         cwd: str | Path | None,
         new_session: bool,
     ) -> Child:
@@ -330,13 +349,13 @@ def run(
     *,
     timeout_s: float = 60.0,
     check: bool = False,
-    env: Mapping[str, str] | None = None,
+    env: EnvChanges | None = None,
     input_text: str | None = None,
     cwd: str | Path | None = None,
 ) -> Completed:
     """Run a command to completion with a timeout; never raises for a non-zero exit unless
     ``check``. A missing executable raises ``ToolMissing``; a timeout ``ProcessFailed``.
-    ``env`` adds to (or overrides) the caller's environment."""
+    ``env`` adds to (or overrides, or with None removes from) the caller's environment."""
     args = tuple(str(a) for a in argv)
     log.debug("run: %s", " ".join(args))
     done = _runner().run(args, timeout_s=timeout_s, env=env, input_text=input_text, cwd=cwd)
@@ -355,7 +374,7 @@ def stream(
     *,
     timeout_s: float,
     on_line: Callable[[str], None],
-    env: Mapping[str, str] | None = None,
+    env: EnvChanges | None = None,
     cwd: str | Path | None = None,
 ) -> Streamed:
     """Run a command to completion, stdout and stderr merged, each line (without its
@@ -370,7 +389,7 @@ def spawn(
     argv: Sequence[str],
     *,
     output: IO[bytes] | IO[str] | None = None,
-    env: Mapping[str, str] | None = None,
+    env: EnvChanges | None = None,
     cwd: str | Path | None = None,
     new_session: bool = False,
 ) -> Child:

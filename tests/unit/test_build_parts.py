@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
+from fake_runner import Recording, ReplayRunner
 
 from myaccel.build import pgo
-from myaccel.build.errors import BuildOptionError, TreeError
+from myaccel.build.bolt import perf_record_pid
+from myaccel.build.errors import BuildFailed, BuildOptionError, TreeError
 from myaccel.build.manifest import BuildManifest, StageRecord, load_manifest
 from myaccel.build.measure import parse_callgrind_total
 from myaccel.build.patch import apply_to_copy, make_cacheline_patch
 from myaccel.build.stages import find_downloads
 from myaccel.build.verify import cacheline_found
+from myaccel.env import Environment, using
 
 
 def test_missing_profile_lines() -> None:
@@ -241,3 +245,24 @@ def test_missing_profiles_are_classified_by_object_not_by_source(tmp_path: Path)
     assert pgo.classify_missing_profiles(log, tmp_path / "gone") is None
     bare = "x.c:1:1: warning: profile count data file not found [-Wmissing-profile]"
     assert pgo.classify_missing_profiles(bare, binary) is None
+
+
+def test_perf_record_pid_samples_while_the_block_runs(tmp_path: Path) -> None:
+    fake = ReplayRunner().on(
+        ["perf", "record"], Recording("[ perf record: Captured and wrote 0.1 MB ]\n")
+    )
+    data = tmp_path / "perf.data"
+    with using(Environment(runner=fake)), (tmp_path / "log").open("w") as log:
+        with perf_record_pid("perf", 4321, data, log):
+            (child,) = fake.children
+            assert child.poll() is None  # recording while the workload runs
+        with (
+            pytest.raises(BuildFailed, match="no server pid"),
+            perf_record_pid("perf", None, data, log),
+        ):
+            pass
+    assert fake.argvs("spawn") == [
+        ("perf", "record", "-e", "cpu-clock", "-p", "4321", "-o", str(data))
+    ]
+    assert child.stop_calls == [(300, signal.SIGINT)]
+    assert "Captured and wrote" in (tmp_path / "log").read_text()

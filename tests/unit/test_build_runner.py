@@ -6,12 +6,14 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from fake_runner import Recording, ReplayRunner
 
 from myaccel.build.errors import BuildFailed
 from myaccel.build.flags import BuildRequest, TargetCpu, Toolchain
 from myaccel.build.manifest import BuildManifest, load_manifest
-from myaccel.build.runner import BuildContext, Layout, Stage, run_stages
+from myaccel.build.runner import BuildContext, Layout, Stage, run_stages, run_streamed
 from myaccel.build.tree import detect_tree
+from myaccel.env import Environment, using
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "buildproj"
 
@@ -102,3 +104,53 @@ def test_failure_is_recorded(tmp_path: Path) -> None:
         [Step("a", "1", calls), Step("b", "1", calls), Step("c", "1", calls)],
     )
     assert calls == ["b", "c"]
+
+
+NINJA_FAILURE = """[1/3] Building CXX object CMakeFiles/srv.dir/a.cc.o
+[2/3] Building CXX object CMakeFiles/srv.dir/b.cc.o
+FAILED: CMakeFiles/srv.dir/b.cc.o
+b.cc:3:1: error: 'nope' was not declared in this scope
+b.cc:4:1: warning: unused variable 'x'
+ninja: build stopped: subcommand failed.
+"""
+
+
+def test_run_streamed_logs_each_line_and_hands_it_on(tmp_path: Path) -> None:
+    fake = ReplayRunner().on(["ninja"], Recording("[1/2] a\n[2/2] b   \n"))
+    seen: list[str] = []
+    with using(Environment(runner=fake)), (tmp_path / "log").open("w") as log:
+        rc = run_streamed(
+            ["ninja", "-C", "build"],
+            log,
+            cwd=tmp_path,
+            env={"CCACHE_DISABLE": "1"},
+            what="compile",
+            timeout_s=60,
+            on_line=seen.append,
+        )
+    assert rc == 0 and seen == ["[1/2] a", "[2/2] b"]
+    assert (tmp_path / "log").read_text() == "$ ninja -C build\n[1/2] a\n[2/2] b   \n# exit 0\n"
+    (call,) = fake.calls
+    assert call.kind == "stream" and call.cwd == tmp_path and call.env == {"CCACHE_DISABLE": "1"}
+
+
+def test_run_streamed_failure_names_the_first_error(tmp_path: Path) -> None:
+    fake = ReplayRunner().on(["ninja"], Recording(NINJA_FAILURE, returncode=1))
+    with using(Environment(runner=fake)), (tmp_path / "log").open("w") as log:
+        with pytest.raises(BuildFailed) as exc:
+            run_streamed(["ninja"], log, cwd=None, env=None, what="compile", timeout_s=60)
+        assert (
+            run_streamed(["ninja"], log, cwd=None, env=None, what="x", timeout_s=60, check=False)
+            == 1
+        )
+    assert exc.value.message == "compile failed (exit 1): FAILED: CMakeFiles/srv.dir/b.cc.o"
+    assert "error: 'nope' was not declared" in exc.value.hint and "warning" not in exc.value.hint
+
+
+def test_run_streamed_timeout_and_missing_tool(tmp_path: Path) -> None:
+    fake = ReplayRunner().on(["make"], Recording("[ 10%] x\n", returncode=-9, timed_out=True))
+    with using(Environment(runner=fake)), (tmp_path / "log").open("w") as log:
+        with pytest.raises(BuildFailed, match="make did not finish within 5 s"):
+            run_streamed(["make"], log, cwd=None, env=None, what="make", timeout_s=5)
+        with pytest.raises(BuildFailed, match="cmake: cannot execute 'cmake'"):
+            run_streamed(["cmake", "."], log, cwd=None, env=None, what="cmake", timeout_s=5)

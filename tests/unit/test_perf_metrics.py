@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fake_runner import Recording, ReplayRunner
 
-from myaccel import proc
+from myaccel.env import Environment, using
 from myaccel.errors import ProcessFailed, ToolMissing, UsageError
 from myaccel.facts.sysroot import Sysroot
 from myaccel.model import PerfFacts, known, unknown
@@ -605,37 +606,33 @@ def test_error_other_and_success() -> None:
     assert isinstance(err, ProcessFailed) and "something odd" in err.message
 
 
-def test_run_perf_stat_tool_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(proc, "which", lambda name: None)
+def test_run_perf_stat_tool_missing() -> None:
+    fake = ReplayRunner(missing=["perf"])
     plan = ps.EventPlan(family="x86-intel", groups=[["task-clock"]])
-    with pytest.raises(ToolMissing, match="perf"):
+    with using(Environment(runner=fake)), pytest.raises(ToolMissing, match="perf"):
         ps.run_perf_stat(plan, duration_s=1, system_wide=True)
+    assert fake.calls == []
 
 
-def test_run_perf_stat_maps_exit_129(monkeypatch: pytest.MonkeyPatch) -> None:
-    stderr = (FIX / "vm-unknown-event.stderr").read_text()
-
-    def fake_run(argv: list[str], **kw: object) -> proc.Completed:
-        return proc.Completed(tuple(argv), 129, "", stderr, 0.01)
-
-    monkeypatch.setattr(proc, "which", lambda name: "/usr/bin/perf")
-    monkeypatch.setattr(proc, "run", fake_run)
+def test_run_perf_stat_maps_exit_129() -> None:
+    recorded = Recording.perfstat_stderr("vm-unknown-event.stderr", 129)
+    fake = ReplayRunner().on(["perf", "stat"], recorded)
     plan = ps.EventPlan(family="x86-intel", groups=[["nosuchevent"]])
-    with pytest.raises(ps.PerfUnknownEvent):
+    with using(Environment(runner=fake)), pytest.raises(ps.PerfUnknownEvent):
         ps.run_perf_stat(plan, duration_s=1, pid=1)
+    assert fake.argvs("run")[0][:2] == ("/usr/bin/perf", "stat")
 
 
-def test_run_perf_stat_reads_output_file(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_perf_stat_reads_output_file() -> None:
     captured = (FIX / "vm-software-and-hardware.csv").read_text()
 
-    def fake_run(argv: list[str], **kw: object) -> proc.Completed:
-        out = Path(argv[argv.index("-o") + 1])
-        out.write_text(captured)
-        return proc.Completed(tuple(argv), 0, "", "workload chatter\n", 0.1)
+    def perf_stat(argv: tuple[str, ...]) -> Recording:
+        Path(argv[argv.index("-o") + 1]).write_text(captured)  # perf writes its CSV there
+        return Recording(stderr="workload chatter\n", duration_s=0.1)
 
-    monkeypatch.setattr(proc, "which", lambda name: "/usr/bin/perf")
-    monkeypatch.setattr(proc, "run", fake_run)
+    fake = ReplayRunner().on(["perf", "stat"], perf_stat)
     plan = ps.EventPlan(family="x86-intel", groups=[["task-clock"], ["cycles"]])
-    r = ps.run_perf_stat(plan, duration_s=0.1, system_wide=True)
+    with using(Environment(runner=fake)):
+        r = ps.run_perf_stat(plan, duration_s=0.1, system_wide=True)
     assert r.totals()["page-faults"] == 76
     assert r.unparsed == []

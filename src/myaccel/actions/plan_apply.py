@@ -132,6 +132,8 @@ class ServerHandle:
             if armed("restart-stop"):
                 pid = sb.pid
                 if pid is not None:  # shutdown requested, the server is still going down
+                    # A crash-test hook: the server is a detached daemon known only by
+                    # its pid file (no proc.Child of ours), so it is signalled directly.
                     os.kill(pid, signal.SIGTERM)
                 kill_self()
             log(sb.stop())

@@ -8,9 +8,7 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -453,53 +451,28 @@ def _execute(
     timeout_s: float,
     on_report: ProgressFn | None,
 ) -> RawRun:
-    full_env = dict(os.environ)
-    full_env.pop("MYSQL_PWD", None)  # sysbench does not read it; keep it out of its environ
-    full_env.update(env)
+    # sysbench does not read MYSQL_PWD; keep it out of its environ (None removes it)
+    changes: dict[str, str | None] = {"MYSQL_PWD": None, **env}
+    lines: list[str] = []
+
+    def _line(line: str) -> None:
+        lines.append(line + "\n")
+        if on_report is not None and line.startswith("MYACCEL "):
+            with contextlib.suppress(ValueError):
+                on_report(json.loads(line[8:]))
+
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     m0 = time.monotonic()
-    p = subprocess.Popen(
-        run,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        env=full_env,
-        bufsize=1,
-    )
-    lines: list[str] = []
-    timed_out = False
-
-    def _kill_on_timeout() -> None:
-        nonlocal timed_out
-        if p.poll() is None:
-            timed_out = True
-            p.kill()
-
-    timer = threading.Timer(timeout_s, _kill_on_timeout)
-    timer.start()
-    try:
-        assert p.stdout is not None
-        for line in p.stdout:
-            lines.append(line)
-            if on_report is not None and line.startswith("MYACCEL "):
-                with contextlib.suppress(ValueError):
-                    on_report(json.loads(line[8:]))
-        rc = p.wait()
-    finally:
-        timer.cancel()
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    done = proc.stream(run, timeout_s=timeout_s, on_line=_line, env=changes)
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     return RawRun(
         argv=argv,
         output="".join(lines),
-        exit_code=rc,
+        exit_code=done.returncode,
         started_at=t0,
         wall_s=time.monotonic() - m0,
         client_cpu_s=cpu,
-        timed_out=timed_out,
+        timed_out=done.timed_out,
     )

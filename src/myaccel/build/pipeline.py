@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from myaccel.build import deps as depcheck
+from myaccel.build.bolt import BoltStage
 from myaccel.build.errors import BuildOptionError, TreeError
 from myaccel.build.flags import (
     BuildRequest,
@@ -22,7 +23,6 @@ from myaccel.build.flags import (
 from myaccel.build.manifest import MANIFEST, BuildManifest, load_manifest
 from myaccel.build.runner import BuildContext, Layout, NullProgress, ProgressSink, Stage, run_stages
 from myaccel.build.stages import (
-    BoltStage,
     CompileStage,
     ConfigureStage,
     InstallStage,

@@ -6,10 +6,7 @@ digest includes the digest of the stage before it, so a change re-runs everythin
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -17,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from myaccel import proc
 from myaccel.build.errors import BuildFailed
 from myaccel.build.flags import BuildRequest, PhaseFlags, TargetCpu, Toolchain
 from myaccel.build.manifest import BuildManifest, StageRecord, digest_of, now_iso
 from myaccel.build.tree import SourceTree
-from myaccel.errors import MyaccelError
+from myaccel.errors import MyaccelError, ToolMissing
 
 
 class ProgressSink(Protocol):
@@ -153,54 +151,29 @@ def run_streamed(
     args = [str(a) for a in argv]
     log.write(f"$ {' '.join(args)}\n")
     log.flush()
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
+    errors: list[str] = []
+    tail: list[str] = []
+
+    def _line(line: str) -> None:
+        nonlocal tail
+        log.write(line + "\n")
+        s = line.rstrip()
+        tail = [*tail[-19:], s]
+        if len(errors) < 6 and _ERROR_LINE.search(s) and "warning" not in s.lower():
+            errors.append(s.strip())
+        if on_line is not None:
+            on_line(s)
+
     try:
-        p = subprocess.Popen(
-            args,
-            cwd=cwd,
-            env=full_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            bufsize=1,
-        )
-    except FileNotFoundError:
+        done = proc.stream(args, timeout_s=timeout_s, on_line=_line, env=env, cwd=cwd)
+    except ToolMissing:
         raise BuildFailed(
             f"{what}: cannot execute '{args[0]}'", hint="install it (see the dependency check)"
         ) from None
-    timed_out = threading.Event()
-
-    def _kill() -> None:
-        if p.poll() is None:
-            timed_out.set()
-            p.kill()
-
-    timer = threading.Timer(timeout_s, _kill)
-    timer.start()
-    errors: list[str] = []
-    tail: list[str] = []
-    try:
-        assert p.stdout is not None
-        for line in p.stdout:
-            log.write(line)
-            s = line.rstrip()
-            tail = [*tail[-19:], s]
-            if len(errors) < 6 and _ERROR_LINE.search(s) and "warning" not in s.lower():
-                errors.append(s.strip())
-            if on_line is not None:
-                on_line(s)
-        rc = p.wait()
-    finally:
-        timer.cancel()
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    rc = done.returncode
     log.write(f"# exit {rc}\n")
     log.flush()
-    if timed_out.is_set():
+    if done.timed_out:
         raise BuildFailed(
             f"{what} did not finish within {timeout_s:.0f} s",
             hint=f"see {getattr(log, 'name', 'the log')}; the machine may be overloaded",

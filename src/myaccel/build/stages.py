@@ -1,7 +1,7 @@
 """The pipeline's stages (small units run by ``runner.run_stages``).
 
 configure/build/install run twice for PGO (``instrumented`` then ``final``) in ONE build
-directory; train, profile-check, bolt, verify and measure follow.
+directory; train, profile-check, bolt (``bolt.BoltStage``), verify and measure follow.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _toolchain_args(ctx: BuildContext) -> list[str]:
     return args
 
 
-def _server_binary(ctx: BuildContext, install: Path) -> Path | None:
+def server_binary(ctx: BuildContext, install: Path) -> Path | None:
     for rel in ctx.tree.adapter.server_binaries:
         p = install / rel
         if p.is_file():
@@ -181,7 +181,7 @@ class CompileStage(Stage):
             ad = ctx.tree.adapter
             # by object (the profiles linked into the instrumented server), else by source
             split = pgo.classify_missing_profiles(
-                "\n".join(warn_lines), _server_binary(ctx, ctx.layout.train_install)
+                "\n".join(warn_lines), server_binary(ctx, ctx.layout.train_install)
             ) or pgo.split_hot(missing, ctx.layout.build, ad.server_target, ctx.src, ad.hot_dirs)
             hot, other, method = split
             ctx.manifest.pgo["missing_profile"] = {
@@ -213,7 +213,7 @@ class InstallStage(Stage):
         return {"prefix": str(self.target(ctx))}
 
     def outputs_ok(self, ctx: BuildContext) -> bool:
-        return _server_binary(ctx, self.target(ctx)) is not None
+        return server_binary(ctx, self.target(ctx)) is not None
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
         dest = self.target(ctx)
@@ -224,7 +224,7 @@ class InstallStage(Stage):
             log,
             what=f"cmake --install ({self.phase})",
         )
-        binary = _server_binary(ctx, dest)
+        binary = server_binary(ctx, dest)
         if binary is None:
             raise BuildFailed(
                 f"the install tree {dest} has no {ctx.tree.adapter.server_name}",
@@ -256,7 +256,7 @@ class TrainStage(Stage):
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
         ctx.layout.profile.mkdir(parents=True, exist_ok=True)
         ctx.manifest.pgo["training_started"] = time.time()
-        binary = _server_binary(ctx, ctx.layout.train_install)
+        binary = server_binary(ctx, ctx.layout.train_install)
         if binary is None:
             raise TrainingError(
                 "the instrumented install tree has no server binary",
@@ -338,7 +338,7 @@ class VerifyStage(Stage):
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
         from myaccel.build.verify import run_checks
 
-        binary = _server_binary(ctx, ctx.layout.install)
+        binary = server_binary(ctx, ctx.layout.install)
         if binary is None:
             raise VerifyFailed("no server binary in the install tree", hint="rerun the build")
         ctx.manifest.binaries[str(binary)] = sha256_file(binary)
@@ -390,7 +390,7 @@ class MeasureStage(Stage):
         if ctx.tree.adapter.trainer != "fixture":
             return measure_server(ctx, log)
         wl = FixtureWorkload(ops=ctx.request.measure_ops, threads=1, seed=11)
-        binary = _server_binary(ctx, ctx.layout.install)
+        binary = server_binary(ctx, ctx.layout.install)
         assert binary is not None
         res = {"workload": f"kvlabd --bench ops={wl.ops} threads=1 seed={wl.seed}"}
         mine = callgrind_ir(binary, wl, ctx.layout.work / "callgrind", log)
@@ -468,140 +468,6 @@ def measure_server(ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
     if res.get("delta_pct") is not None:
         summary += f" ({res['delta_pct']:+.1f}% vs baseline)"
     return {"summary": summary}
-
-
-class BoltStage(Stage):
-    name = "bolt"
-    title = "BOLT (perf profile, perf2bolt, llvm-bolt)"
-
-    def inputs(self, ctx: BuildContext) -> dict[str, Any]:
-        return {"profile": ctx.request.train_profile, "ops": ctx.request.train_ops}
-
-    def skip_reason(self, ctx: BuildContext) -> str | None:
-        from myaccel.build.bolt import find_bolt
-
-        if ctx.toolchain.cross:
-            reason = "cross build: perf cannot profile the target binary here"
-        else:
-            tools, reason = find_bolt()
-            if tools is not None:
-                return None
-        ctx.manifest.bolt = {"applied": False, "skipped": reason}
-        return reason
-
-    def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
-        import contextlib
-        import os
-        import signal
-        import subprocess
-
-        from myaccel.build.bolt import bolt_args, find_bolt, has_bolt_marker
-        from myaccel.facts.binary import collect_binary
-
-        tools, reason = find_bolt()
-        if tools is None:
-            raise BuildFailed(f"BOLT cannot run: {reason}", hint="install bolt-16 and linux-perf")
-        lay = ctx.layout
-        lay.bolt.mkdir(parents=True, exist_ok=True)
-        binary = _server_binary(ctx, lay.install)
-        assert binary is not None
-        # same base name as the installed binary: perf2bolt matches samples to it by
-        # build id and file name
-        pre = lay.bolt / "input" / binary.name
-        pre.parent.mkdir(parents=True, exist_ok=True)
-        prev = ctx.manifest.bolt
-        if not (
-            prev.get("applied")
-            and pre.is_file()
-            and sha256_file(binary) == prev.get("output_sha256")
-        ):
-            shutil.copy2(binary, pre)  # the linked binary, before any rewrite
-        rel = collect_binary(pre).relocations
-        if not rel.value:
-            raise BuildFailed(
-                f"{pre.name} has no relocations (.rela.text): BOLT cannot rewrite it",
-                hint="the final link must use -Wl,--emit-relocs (myaccel adds it with --opt bolt); "
-                "rerun without --resume",
-            )
-        perf_data = lay.bolt / "perf.data"
-        if ctx.tree.adapter.trainer == "fixture":
-            wl = FixtureWorkload(ops=ctx.request.train_ops, threads=2)
-            ctx.run_logged(
-                [
-                    tools.perf,
-                    "record",
-                    "-e",
-                    "cpu-clock",
-                    "-o",
-                    str(perf_data),
-                    "--",
-                    *wl.argv(pre),
-                ],
-                log,
-                cwd=lay.bolt,
-                what="perf record",
-                timeout_s=900,
-            )
-        else:
-            from myaccel.build.train import sandbox_workload, train_sandbox
-
-            @contextlib.contextmanager
-            def perf_on(pid: int | None) -> Any:
-                if pid is None:
-                    raise BuildFailed(
-                        "the BOLT profiling sandbox has no server pid", hint="see the log"
-                    )
-                p = subprocess.Popen(
-                    [tools.perf, "record", "-e", "cpu-clock", "-p", str(pid), "-o", str(perf_data)],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
-                try:
-                    yield
-                finally:
-                    os.kill(p.pid, signal.SIGINT)
-                    p.wait(timeout=300)
-
-            # profile the server binary that will be rewritten: a sandbox of the install tree
-            train_sandbox(
-                lay.install,
-                lay.work / "home",
-                sandbox_workload(ctx.request.train_profile),
-                log,
-                name="build-bolt",
-                during=perf_on,
-                say=ctx.progress.note,
-            )
-        fdata = lay.bolt / "perf.fdata"
-        ctx.run_logged(
-            [tools.perf2bolt, "-nl", "-p", str(perf_data), "-o", str(fdata), str(pre)],
-            log,
-            what="perf2bolt",
-            timeout_s=3600,
-        )
-        out = lay.bolt / f"{binary.name}.bolt"
-        ctx.run_logged(
-            [tools.llvm_bolt, *bolt_args(pre, fdata, out)], log, what="llvm-bolt", timeout_s=3600
-        )
-        ok, ev = has_bolt_marker(out)
-        if not ok:
-            raise BuildFailed(f"llvm-bolt output has no BOLT marker ({ev})", hint=f"see {log.name}")
-        shutil.copy2(out, binary)
-        check_runs(ctx, binary, log)
-        digest = sha256_file(binary)
-        ctx.manifest.binaries[str(binary)] = digest
-        ctx.manifest.bolt = {
-            "applied": True,
-            "tool": tools.llvm_bolt,
-            "version": tools.version,
-            "input": str(pre),
-            "input_sha256": sha256_file(pre),
-            "input_relocations": True,
-            "profile": str(perf_data),
-            "mode": "non-LBR (perf record -e cpu-clock; perf2bolt -nl)",
-            "output_sha256": digest,
-        }
-        return {"summary": f"rewrote {binary.name} ({ev})"}
 
 
 class PatchStage(Stage):
