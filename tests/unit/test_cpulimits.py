@@ -98,3 +98,32 @@ def test_host_only_facts_say_the_servers_limits_were_not_read() -> None:
     f = collect_facts(ROOTS / "kunpeng920-2s", perf_live_test=False)
     b = server_cpu_budget(f)
     assert b.value == 128 and "not read" in b.source
+
+
+def _plan_on_64_cores(cpus: str, quota: float | None) -> dict[str, tuple[str, dict[str, str]]]:
+    from test_rules import MYSQL_80
+
+    from myaccel.rules.engine import make_plan
+
+    f = collect_facts(ROOTS / "kunpeng920-2s", perf_live_test=False)
+    srv = server("8.0.40", "MySQL Community Server - GPL", MYSQL_80).model_copy(
+        update={
+            "cpus_allowed": known(cpus, "/proc/1/status"),
+            "cpu_quota_cpus": Fact[float](value=quota, source="/sys/fs/cgroup/db/cpu.max"),
+        }
+    )
+    plan = make_plan(f.model_copy(update={"server": srv}))
+    return {r.id: (r.proposed, r.evidence) for r in plan.recommendations}
+
+
+def test_a_four_cpu_server_on_a_many_core_host_is_sized_as_four_cpus() -> None:
+    small = _plan_on_64_cores("0-3", 4.0)
+    big = _plan_on_64_cores("0-127", None)
+    # redo by the dedicated-server formula: CPUs / 2 GiB
+    assert small["server-redo-capacity"][0] == "2G"
+    assert big["server-redo-capacity"][0] == "16G"
+    # evidence names what bound the CPU count
+    cited = [e["cpus"] for _, e in small.values() if "cpus" in e]
+    assert cited and all(c.startswith("4 (") for c in cited)
+    # no rule sized by the host's 128 CPUs
+    assert not any("128" in v for v, _ in small.values() if v.isdigit())

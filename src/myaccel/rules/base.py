@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from myaccel.facts.cpulimits import server_cpu_budget
 from myaccel.model import Facts
 from myaccel.rules.model import Layer, Recommendation
 from myaccel.server.flavor import ServerVersion, parse_server_version
@@ -116,10 +117,24 @@ class RuleContext:
         return False
 
     def cpus(self) -> int:
+        """The CPUs the server can use (its affinity and cgroup quota bind before the
+        host's count: ``facts/cpulimits.py``)."""
+        n = server_cpu_budget(self.facts).value
+        if not n:
+            raise Skip("CPU count unknown")
+        return n
+
+    def host_cpus(self) -> int:
+        """The host's logical CPUs, for host-wide settings (IRQs, NIC queues)."""
         n = self.facts.cpu.logical_cpus.value
         if not n:
             raise Skip("CPU count unknown")
         return n
+
+    def cpus_evidence(self) -> str:
+        """``cpus()`` with what it rests on, for a recommendation's evidence."""
+        b = server_cpu_budget(self.facts)
+        return f"{b.value} ({b.source})"
 
     def numa_nodes(self) -> int:
         nodes = self.facts.cpu.numa_nodes.value

@@ -224,7 +224,7 @@ def irq_affinity(ctx: RuleContext) -> list[Recommendation]:
     """On many-core machines, NIC queue interrupts spread by irqbalance land on the cores
     running server threads; seed 001 used fewer queues and bound their IRQs to fixed
     cores. Advised on machines with 32+ CPUs."""
-    if ctx.cpus() < 32:
+    if ctx.host_cpus() < 32:
         raise Skip("fewer than 32 CPUs: IRQ placement makes no measurable difference")
     ifs = [i for i in ctx.facts.network.interfaces.value or [] if i.name != "lo" and i.irqs]
     if not ifs:
@@ -236,7 +236,7 @@ def irq_affinity(ctx: RuleContext) -> list[Recommendation]:
         for q in i.irqs:
             cpus.update(parse_cpu_list(q.affinity or ""))
         queues = i.rx_queues or len(i.irqs)
-        want_q = max(2, ctx.cpus() // 8)
+        want_q = max(2, ctx.host_cpus() // 8)
         recs.append(
             Recommendation(
                 id=f"nic-irq-affinity-{i.name}",

@@ -29,7 +29,7 @@ A row::
 - Texts are ``str.format`` templates over ``_Values``: ``{var[KNOB]}`` (as the server
   reports it), ``{int[KNOB]}``, ``{int0[KNOB]}``, ``{size[KNOB]}``, ``{upper[KNOB]}``,
   ``{lower[KNOB]}``, ``{status[COUNTER]}``, ``{facts.memory.swappiness.value}``,
-  ``{cpus}``, ``{numa_nodes}``, ``{findings}``, ``{storage_kind}``, ``{fs_type}``,
+  ``{cpus}``, ``{cpus_evidence}``, ``{numa_nodes}``, ``{findings}``, ``{storage_kind}``, ``{fs_type}``,
   ``{concurrency}``, ``{uptime}``, ``{opened_per_s}``, ``{ram_gib}``. A ``current`` that
   is one field keeps a missing value missing (``null``), where a longer text says ``None``.
 """
@@ -178,6 +178,7 @@ _VALUES: dict[str, Callable[[RuleContext], Any]] = {
     "status": lambda ctx: _View(lambda k: str(status_int(ctx, k))),
     "facts": lambda ctx: ctx.facts,
     "cpus": lambda ctx: ctx.cpus(),
+    "cpus_evidence": lambda ctx: ctx.cpus_evidence(),
     "numa_nodes": lambda ctx: ctx.numa_nodes(),
     "findings": lambda ctx: ",".join(ctx.hints.findings),
     "storage_kind": storage_kind,
