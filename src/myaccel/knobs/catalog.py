@@ -138,6 +138,7 @@ class Change(_Frozen):
     min: StrictInt | StrictFloat | None = None
     max: StrictInt | StrictFloat | None = None
     values: list[str] | None = None  # enum values
+    plugin: str | None = None  # exists only with this server plugin loaded ("" = built in)
     note: str | None = None
 
     @property
@@ -286,6 +287,7 @@ class ResolvedKnob:
     min: int | float | None = None
     max: int | float | None = None
     values: tuple[str, ...] = ()
+    plugin: str | None = None  # exists only when this server plugin is loaded
     notes: tuple[str, ...] = ()
     source: str = ""
 
@@ -772,6 +774,7 @@ class Catalog:
             min=state.lo,
             max=state.hi,
             values=state.values,
+            plugin=state.plugin,
             notes=tuple(state.notes),
             source=self.source(spec, flavor, series),
         )
@@ -842,6 +845,7 @@ class _KnobState:
     lo: int | float | None = None
     hi: int | float | None = None
     values: tuple[str, ...] = ()
+    plugin: str | None = None
     notes: list[str] = field(default_factory=list)
 
     def apply(self, ch: Change, applied: str) -> None:
@@ -860,6 +864,8 @@ class _KnobState:
             self.hi = ch.max
         if ch.values is not None:
             self.values = tuple(ch.values)
+        if ch.plugin is not None:
+            self.plugin = ch.plugin or None
         if ch.note:
             self.notes.append(f"{applied}: {ch.note}")
 
