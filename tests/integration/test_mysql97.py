@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from myaccel.cli.main import cli
+from myaccel.knobs import Catalog
 from myaccel.server.sandbox import Sandbox, find_server
 
 pytestmark = pytest.mark.integration
@@ -125,6 +126,11 @@ def test_plan_apply_persist_rollback_is_byte_identical(my: My, tmp_path: Path) -
     recs = json.loads(plan.read_text())["recommendations"]
     targets = {r["target"] for r in recs}
     assert not [t for t in targets if t.removeprefix("mysql:") in REMOVED_IN_97], targets
+    # every knob the plan names exists on this version per the catalog and on the server
+    srv = Catalog.load().for_server("mysql", str(my.sb.query("SELECT VERSION()")[0][0]))
+    for name in (t.removeprefix("mysql:") for t in targets if t.startswith("mysql:")):
+        assert srv.exists(name) and not srv.removed(name), name
+        assert my.sb.query(f"SHOW GLOBAL VARIABLES LIKE '{name}'"), name
     applied = {
         r["target"].removeprefix("mysql:"): r["proposed"]
         for r in recs
@@ -146,6 +152,12 @@ def test_plan_apply_persist_rollback_is_byte_identical(my: My, tmp_path: Path) -
     pool = my.var("innodb_buffer_pool_size")
     assert my.sb.query("SELECT @@innodb_buffer_pool_size")[0][0] == int(pool)
     assert pool != before["innodb_buffer_pool_size"]
+    code, out, err = my.run("verify")
+    assert code == 0, out + err
+    # the server starts with what was persisted (mysqld-auto.cnf is read at startup)
+    code, _, err = my.run("sandbox", "restart", NAME)
+    assert code == 0, err
+    assert my.var("innodb_buffer_pool_size") == pool
     code, out, err = my.run("verify")
     assert code == 0, out + err
 
