@@ -32,7 +32,7 @@ import pytest
 
 from myaccel.knobs import Catalog, Machine, ResolvedKnob, ServerKnobs
 from myaccel.server.connection import connect, query_rows
-from myaccel.server.sandbox import Sandbox, find_server
+from myaccel.server.sandbox import Sandbox
 
 pytestmark = pytest.mark.integration
 
@@ -204,19 +204,11 @@ def _mysql_live(sb: Sandbox, label: str, loaded: frozenset[str]) -> Live:
 
 
 @pytest.fixture(scope="module")
-def mysql_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    env = os.environ.get("MYACCEL_MYSQL_BASEDIR")
-    basedir: Path | None = Path(env) if env else None
-    if basedir is None:
-        try:
-            install = find_server(flavor="mysql")
-        except Exception as exc:
-            if os.environ.get("CI"):
-                pytest.fail(f"MySQL is not installed ({exc}): `make test` installs it")
-            pytest.skip(f"no MySQL installed ({exc}); run: bash scripts/ensure-mysql.sh")
-        basedir = install.basedir if install.custom else None
+def mysql_sandbox(
+    tmp_path_factory: pytest.TempPathFactory, mysql_basedir: Path | None
+) -> Iterator[Sandbox]:
     home = tmp_path_factory.mktemp("knobs-mysql-home")
-    sb = Sandbox.init("knobs97", basedir=basedir, home=home, timeout_s=180, flavor="mysql")
+    sb = Sandbox.init("knobs97", basedir=mysql_basedir, home=home, timeout_s=180, flavor="mysql")
     try:
         yield sb
     finally:

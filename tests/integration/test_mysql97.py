@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,26 +19,13 @@ from click.testing import CliRunner
 
 from myaccel.cli.main import cli
 from myaccel.knobs import Catalog
-from myaccel.server.sandbox import Sandbox, find_server
+from myaccel.server.sandbox import Sandbox
 
 pytestmark = pytest.mark.integration
 
 NAME = "my97"
 TINY = ["--tables", "1", "--table-size", "2000", "--time", "2", "--warmup", "1"]
 REMOVED_IN_97 = ("innodb_log_file_size", "innodb_log_files_in_group")
-
-
-def _basedir() -> Path | None:
-    env = os.environ.get("MYACCEL_MYSQL_BASEDIR")
-    if env:
-        return Path(env)
-    try:
-        install = find_server(flavor="mysql")
-    except Exception as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"MySQL is not installed ({exc}): `make test` installs it")
-        pytest.skip(f"no MySQL installed ({exc}); run: bash scripts/ensure-mysql.sh")
-    return install.basedir if install.custom else None
 
 
 class My:
@@ -58,8 +44,8 @@ class My:
 
 
 @pytest.fixture(scope="module")
-def my(tmp_path_factory: pytest.TempPathFactory) -> Iterator[My]:
-    basedir = _basedir()
+def my(tmp_path_factory: pytest.TempPathFactory, mysql_basedir: Path | None) -> Iterator[My]:
+    basedir = mysql_basedir
     home = tmp_path_factory.mktemp("mysql-home")
     sb = Sandbox.init(NAME, basedir=basedir, home=home, timeout_s=180, flavor="mysql")
     try:
