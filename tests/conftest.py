@@ -6,17 +6,21 @@
   Please do not stop it or change its config; init your own sandbox for that.
 - ``sandbox_env``: ``sandbox_server`` with ``$MYACCEL_HOME`` pointing at its home for one
   test, so ``myaccel ... --sandbox pytest`` works in-process.
+- ``mysql_basedir``: the MySQL to init MySQL sandboxes from (``$MYACCEL_MYSQL_BASEDIR``, else
+  the installed one: None = found by the sandbox itself). Skips without MySQL; fails in CI
+  (``CI`` set), where `make test` installs it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from myaccel import proc
-from myaccel.server.sandbox import Sandbox
+from myaccel.server.sandbox import Sandbox, find_server
 
 SESSION_SANDBOX = "pytest"
 
@@ -50,3 +54,17 @@ def sandbox_env(sandbox_server: Sandbox, monkeypatch: pytest.MonkeyPatch) -> San
     if not sandbox_server.is_running():
         sandbox_server.start(timeout_s=120)
     return sandbox_server
+
+
+@pytest.fixture(scope="session")
+def mysql_basedir() -> Path | None:
+    env = os.environ.get("MYACCEL_MYSQL_BASEDIR")
+    if env:
+        return Path(env)
+    try:
+        install = find_server(flavor="mysql")
+    except Exception as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"MySQL is not installed ({exc}): `make test` installs it")
+        pytest.skip(f"no MySQL installed ({exc}); run: bash scripts/ensure-mysql.sh")
+    return install.basedir if install.custom else None

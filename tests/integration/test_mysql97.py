@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,26 +18,14 @@ import pytest
 from click.testing import CliRunner
 
 from myaccel.cli.main import cli
-from myaccel.server.sandbox import Sandbox, find_server
+from myaccel.knobs import Catalog
+from myaccel.server.sandbox import Sandbox
 
 pytestmark = pytest.mark.integration
 
 NAME = "my97"
 TINY = ["--tables", "1", "--table-size", "2000", "--time", "2", "--warmup", "1"]
 REMOVED_IN_97 = ("innodb_log_file_size", "innodb_log_files_in_group")
-
-
-def _basedir() -> Path | None:
-    env = os.environ.get("MYACCEL_MYSQL_BASEDIR")
-    if env:
-        return Path(env)
-    try:
-        install = find_server(flavor="mysql")
-    except Exception as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"MySQL is not installed ({exc}): `make test` installs it")
-        pytest.skip(f"no MySQL installed ({exc}); run: bash scripts/ensure-mysql.sh")
-    return install.basedir if install.custom else None
 
 
 class My:
@@ -57,8 +44,8 @@ class My:
 
 
 @pytest.fixture(scope="module")
-def my(tmp_path_factory: pytest.TempPathFactory) -> Iterator[My]:
-    basedir = _basedir()
+def my(tmp_path_factory: pytest.TempPathFactory, mysql_basedir: Path | None) -> Iterator[My]:
+    basedir = mysql_basedir
     home = tmp_path_factory.mktemp("mysql-home")
     sb = Sandbox.init(NAME, basedir=basedir, home=home, timeout_s=180, flavor="mysql")
     try:
@@ -125,6 +112,11 @@ def test_plan_apply_persist_rollback_is_byte_identical(my: My, tmp_path: Path) -
     recs = json.loads(plan.read_text())["recommendations"]
     targets = {r["target"] for r in recs}
     assert not [t for t in targets if t.removeprefix("mysql:") in REMOVED_IN_97], targets
+    # every knob the plan names exists on this version per the catalog and on the server
+    srv = Catalog.load().for_server("mysql", str(my.sb.query("SELECT VERSION()")[0][0]))
+    for name in (t.removeprefix("mysql:") for t in targets if t.startswith("mysql:")):
+        assert srv.exists(name) and not srv.removed(name), name
+        assert my.sb.query(f"SHOW GLOBAL VARIABLES LIKE '{name}'"), name
     applied = {
         r["target"].removeprefix("mysql:"): r["proposed"]
         for r in recs
@@ -146,6 +138,12 @@ def test_plan_apply_persist_rollback_is_byte_identical(my: My, tmp_path: Path) -
     pool = my.var("innodb_buffer_pool_size")
     assert my.sb.query("SELECT @@innodb_buffer_pool_size")[0][0] == int(pool)
     assert pool != before["innodb_buffer_pool_size"]
+    code, out, err = my.run("verify")
+    assert code == 0, out + err
+    # the server starts with what was persisted (mysqld-auto.cnf is read at startup)
+    code, _, err = my.run("sandbox", "restart", NAME)
+    assert code == 0, err
+    assert my.var("innodb_buffer_pool_size") == pool
     code, out, err = my.run("verify")
     assert code == 0, out + err
 

@@ -17,8 +17,11 @@ between flavors, checked against each project's CMake files:
 * MySQL 5.7 (``VERSION``), 8.0/8.4/9.x (``MYSQL_VERSION``): ``cmake/fprofile.cmake``
   (8.0.19+) has ``FPROFILE_GENERATE``/``FPROFILE_USE``/``FPROFILE_DIR``; 8.0 has
   ``WITH_LTO``; boost comes with the tree (``mysql-boost`` tarballs, ``extra/boost``) and is
-  never downloaded (``DOWNLOAD_BOOST`` off). InnoDB's cache line is a hard-coded constant
-  (64 except POWER): only a source patch changes it.
+  never downloaded (``DOWNLOAD_BOOST`` off where the tree has that option; 9.7's
+  cmake/boost.cmake always uses ``extra/boost`` and has neither ``DOWNLOAD_BOOST`` nor
+  ``WITH_BOOST``). Only options the tree's CMake files declare are passed
+  (``declared_cmake_options``): 9.7 has no ``WITH_RAPID`` either. InnoDB's cache line is a
+  hard-coded constant (64 except POWER): only a source patch changes it.
 * Percona Server: a MySQL tree with Percona markers (``MYSQL_VERSION_EXTRA=-N``, Percona
   plugins and docs).
 * kvlab: the test fixture (``KVLAB_VERSION``), a few C++ files that build in seconds.
@@ -270,7 +273,7 @@ def _mariadb_adapter(tree: Path, version: tuple[int, int, int]) -> TreeAdapter:
 
 # ---------------------------------------------------------------- MySQL / Percona
 
-MYSQL_SERIES = ((5, 7), (8, 0), (8, 4), (9, 0), (9, 1), (9, 2), (9, 3), (9, 4), (9, 5))
+MYSQL_SERIES = ((5, 7), (8, 0), (8, 4), *((9, minor) for minor in range(8)))  # 9.0 .. 9.7 LTS
 
 
 def _mysql_adapter(
@@ -283,6 +286,9 @@ def _mysql_adapter(
         CMakeOption("WITH_ROUTER", "OFF", "MySQL Router"),
         CMakeOption("WITH_RAPID", "OFF", "Group Replication and X plugin sources under plugin/"),
         CMakeOption("WITH_MYSQLX", "OFF", "X plugin (document store protocol)"),
+        # 9.x: only the telemetry component and plugin use curl, and the default
+        # (system) stops configure without libcurl4-openssl-dev
+        CMakeOption("WITH_CURL", "none", "curl (telemetry component and plugin only)"),
     ]
     if flavor == "percona":
         lean += [
@@ -300,6 +306,11 @@ def _mysql_adapter(
         offline.append(
             CMakeOption("WITH_BOOST", str(boost), "the boost tree shipped with the source")
         )
+    # Pass only what this tree declares: CMake ignores the others with a warning, and an
+    # option that silently does nothing hides a wrong assumption (9.7: no WITH_BOOST).
+    declared = declared_cmake_options(tree)
+    lean = [o for o in lean if o.name in declared]
+    offline = [o for o in offline if o.name in declared]
     has_fprofile = (tree / "cmake" / "fprofile.cmake").is_file()
     has_with_lto = "WITH_LTO" in _safe_text(tree / "CMakeLists.txt")
     hot: tuple[str, ...]
@@ -330,6 +341,39 @@ def _mysql_adapter(
         hot_dirs=("sql", "storage/innobase", "mysys", "strings", "vio", "sql-common"),
         config_headers=("include/my_config.h", "my_config.h"),
     )
+
+
+_CMAKE_DECL_RES = (
+    re.compile(r"\bOPTION\s*\(\s*(\w+)", re.IGNORECASE),
+    re.compile(r"\bSET\s*\(\s*(\w+)\b[^)]*\bCACHE\b", re.IGNORECASE),
+    re.compile(r"\bDEFINED\s+(\w+)", re.IGNORECASE),
+    re.compile(r"\bIF\s*\(\s*(?:NOT\s+)?(\w+)\s*\)", re.IGNORECASE),
+)
+
+
+def _cmake_files(tree: Path) -> list[Path]:
+    """The CMake files that declare a MySQL tree's build options: the top CMakeLists.txt,
+    cmake/**/*.cmake, and the CMakeLists.txt of each plugin/storage/sql directory (the X
+    plugin declares WITH_MYSQLX in plugin/x). Bundled libraries (extra/) are left out."""
+    files = [tree / "CMakeLists.txt"]
+    if (tree / "cmake").is_dir():
+        files += sorted((tree / "cmake").rglob("*.cmake"))
+    for top in ("plugin", "storage", "sql"):
+        d = tree / top
+        if d.is_dir():
+            files += sorted(d.glob("CMakeLists.txt")) + sorted(d.glob("*/CMakeLists.txt"))
+    return files
+
+
+def declared_cmake_options(tree: Path) -> frozenset[str]:
+    """Names a tree's CMake files declare or test: ``OPTION(X``, ``SET(X ... CACHE``,
+    ``DEFINED X``, ``IF(X)``/``IF(NOT X)``. A ``-DX=...`` of another name does nothing."""
+    names: set[str] = set()
+    for f in _cmake_files(tree):
+        text = _safe_text(f)
+        for rx in _CMAKE_DECL_RES:
+            names.update(m.group(1) for m in rx.finditer(text))
+    return frozenset(names)
 
 
 def find_mysql_boost(tree: Path) -> Path | None:

@@ -98,6 +98,7 @@ def resolve_history(spec: KnobSpec, flavor: str, v: Version, source: str) -> Res
         min=state.lo,
         max=state.hi,
         values=state.values,
+        plugin=state.plugin,
         notes=tuple(state.notes),
         source=source,
     )
@@ -151,6 +152,7 @@ class KnobState:
     lo: int | float | None = None
     hi: int | float | None = None
     values: tuple[str, ...] = ()
+    plugin: str | None = None
     notes: list[str] = field(default_factory=list)
 
     def apply(self, ch: Change, applied: str) -> None:
@@ -169,6 +171,8 @@ class KnobState:
             self.hi = ch.max
         if ch.values is not None:
             self.values = tuple(ch.values)
+        if ch.plugin is not None:
+            self.plugin = ch.plugin or None
         if ch.note:
             self.notes.append(f"{applied}: {ch.note}")
 

@@ -96,6 +96,7 @@ class Change(_Frozen):
     min: StrictInt | StrictFloat | None = None
     max: StrictInt | StrictFloat | None = None
     values: list[str] | None = None  # enum values
+    plugin: str | None = None  # exists only with this server plugin loaded ("" = built in)
     note: str | None = None
 
     @property
@@ -199,6 +200,7 @@ class ResolvedKnob:
     min: int | float | None = None
     max: int | float | None = None
     values: tuple[str, ...] = ()
+    plugin: str | None = None  # exists only when this server plugin is loaded
     notes: tuple[str, ...] = ()
     source: str = ""
 
