@@ -107,33 +107,35 @@ def test_missing_and_not_json(tmp_path: Path) -> None:
     assert "\n" not in dexc.value.message
 
 
-def test_wrong_schema_names_found_and_expected(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("doc", "problem"),
+    [
+        pytest.param(
+            {"schema_version": "myaccel.run/1", "name": "a"},
+            "has schema 'myaccel.run/1', expected 'myaccel.test-thing/2'",
+            id="other-schema",
+        ),
+        pytest.param([1, 2], "has schema None, expected 'myaccel.test-thing/2'", id="a-list"),
+        pytest.param(
+            {"schema_version": "myaccel.test-thing/2", "name": "a"},
+            "does not match myaccel.test-thing/2: field 'size_bytes': Field required",
+            id="field-missing",
+        ),
+        pytest.param(
+            {"schema_version": "myaccel.test-thing/2", "name": "a", "size_bytes": "big"},
+            "does not match myaccel.test-thing/2: field 'size_bytes': "
+            "Input should be a valid integer, unable to parse string as an integer",
+            id="field-invalid",
+        ),
+    ],
+)
+def test_schema_and_field_errors_are_one_line(tmp_path: Path, doc: Any, problem: str) -> None:
     p = tmp_path / "x.json"
-    p.write_text(json.dumps({"schema_version": "myaccel.run/1", "name": "a"}))
+    p.write_text(json.dumps(doc))
     with pytest.raises(DataError) as exc:
         load(p, Thing, what="thing")
-    assert exc.value.message == (
-        f"thing '{p}' has schema 'myaccel.run/1', expected 'myaccel.test-thing/2'"
-    )
-    assert exc.value.context["expected"] == "myaccel.test-thing/2"
-    p.write_text("[1, 2]")
-    with pytest.raises(DataError, match="has schema None, expected"):
-        load(p, Thing)
-
-
-def test_invalid_field_is_named(tmp_path: Path) -> None:
-    p = tmp_path / "x.json"
-    p.write_text(json.dumps({"schema_version": "myaccel.test-thing/2", "name": "a"}))
-    with pytest.raises(DataError) as exc:
-        load(p, Thing, what="thing")
-    assert exc.value.message == (
-        f"thing '{p}' does not match myaccel.test-thing/2: field 'size_bytes': Field required"
-    )
-    p.write_text(
-        json.dumps({"schema_version": "myaccel.test-thing/2", "name": "a", "size_bytes": "big"})
-    )
-    with pytest.raises(DataError, match="field 'size_bytes': Input should be a valid integer"):
-        load(p, Thing)
+    assert exc.value.message == f"thing '{p}' {problem}"
+    assert exc.value.context["file"] == str(p)
 
 
 def test_migration_is_applied(tmp_path: Path) -> None:
