@@ -6,10 +6,7 @@ and maps them to exit codes.
 
 from __future__ import annotations
 
-import json
 from enum import IntEnum
-from pathlib import Path
-from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -89,6 +86,13 @@ class SandboxError(MyaccelError):
     code = "sandbox"
 
 
+class DataError(MyaccelError):
+    """A file myaccel wrote itself and reads back is damaged or of another version."""
+
+    exit_code = ExitCode.DATA_ERROR
+    code = "data"
+
+
 class ProcessFailed(MyaccelError):
     code = "process"
 
@@ -113,23 +117,3 @@ def validation_summary(exc: Exception) -> str:
     loc = ".".join(str(x) for x in first.get("loc", ())) or "(top level)"
     more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
     return f"field '{loc}': {first.get('msg', 'invalid')}{more}"
-
-
-def read_json_file(
-    path: Path | str,
-    *,
-    what: str,
-    hint: str,
-    error: type[MyaccelError] = UsageError,
-) -> Any:
-    """The parsed JSON of an input file, or ``error`` with one line naming ``what`` it was
-    meant to be: the shared first step of every artifact loader (facts, plan, profile,
-    build manifest), which then check the schema themselves."""
-    p = Path(path)
-    try:
-        return json.loads(p.read_text())
-    except FileNotFoundError:
-        raise error(f"{what} '{p}' does not exist", hint=hint) from None
-    except (OSError, ValueError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise error(f"{what} '{p}' is not readable JSON: {first}", hint=hint) from None

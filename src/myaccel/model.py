@@ -12,6 +12,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from myaccel.artifacts import artifact
+
 T = TypeVar("T")
 
 FACTS_SCHEMA = "myaccel.facts/1"
@@ -285,6 +287,7 @@ class BinaryFacts(Frozen):
 # ---------------------------------------------------------------- all facts
 
 
+@artifact(FACTS_SCHEMA)
 class Facts(Frozen):
     schema_version: str = FACTS_SCHEMA
     myaccel_version: str

@@ -523,7 +523,7 @@ def test_malformed_journals(jdir: Path) -> None:
     jdir.mkdir()
     bad = jdir / "00001-20250101T000000Z.json"
     bad.write_text("{not json")
-    with pytest.raises(JournalCorrupt, match="not valid JSON"):
+    with pytest.raises(JournalCorrupt, match="not readable JSON"):
         Journal.load(bad)
     assert Journal.find_unfinished(jdir) == [bad]  # unreadable: state unknown, blocks apply
     bad.write_text(json.dumps({"schema_version": "myaccel.journal/9"}))

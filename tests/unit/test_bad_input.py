@@ -364,8 +364,13 @@ CASES: list[tuple[str, list[str], int, str]] = [
     # --- compare
     ("compare-missing", ["compare", "/nonexistent"], USAGE, "does not exist"),
     ("compare-empty-dir", ["compare", "{in_}/emptydir"], USAGE, "no runs"),
-    ("compare-run-missing-fields", ["compare", "{in_}/run-missing"], USAGE, "not a valid run"),
-    ("compare-run-notjson", ["compare", "{in_}/run-notjson"], USAGE, "not JSON"),
+    (
+        "compare-run-missing-fields",
+        ["compare", "{in_}/run-missing"],
+        USAGE,
+        "does not match myaccel.run/1: field 'run_id'",
+    ),
+    ("compare-run-notjson", ["compare", "{in_}/run-notjson"], USAGE, "not readable JSON"),
     ("compare-run-other-schema", ["compare", "{in_}/run-otherschema.json"], USAGE, "schema"),
     ("compare-one-arm-only", ["compare", "{in_}/baseline-only"], USAGE, "two arms"),
     (

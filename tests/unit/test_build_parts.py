@@ -141,7 +141,9 @@ def test_manifest_roundtrip_and_errors(tmp_path: Path) -> None:
         load_manifest(tmp_path / "nope.json")
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema_version": "myaccel.facts/1"}')
-    with pytest.raises(TreeError, match="not a myaccel build manifest"):
+    with pytest.raises(
+        TreeError, match=r"has schema 'myaccel\.facts/1', expected 'myaccel\.build/1'"
+    ):
         load_manifest(bad)
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from myaccel.bench.run_record import CampaignIndex, private_dir, write_json_atomic
+from myaccel.artifacts import write_text
+from myaccel.bench.run_record import CampaignIndex, private_dir
 from myaccel.bench.runner import PASSWORD_MAX_BYTES, password_file, with_args
 from myaccel.errors import UsageError
 from myaccel.redact import redact_argv, redact_command
@@ -136,5 +137,5 @@ def test_private_results(tmp_path: Path) -> None:
     f = d / "x.json"
     f.write_text("{}")
     f.chmod(0o644)
-    write_json_atomic(f, "{}")
+    write_text(f, "{}", private=True)
     assert stat.S_IMODE(f.stat().st_mode) == 0o600

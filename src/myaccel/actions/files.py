@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from myaccel.actions.errors import ApplyError
+from myaccel.artifacts import fsync_dir
 from myaccel.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -138,14 +139,6 @@ def read_bytes(root: Path, logical: str) -> bytes | None:
             f"cannot read {logical}: permission denied",
             hint="run as root (sudo) to read or change system settings",
         ) from exc
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def ensure_dirs(root: Path, logical_dirs: list[str]) -> None:

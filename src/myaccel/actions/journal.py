@@ -37,12 +37,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from myaccel import __version__
+from myaccel import __version__, artifacts
 from myaccel.actions.crashpoint import crash_point
 from myaccel.actions.errors import Busy, JournalCorrupt, JournalError
-from myaccel.actions.files import FileState, fsync_dir
+from myaccel.actions.files import FileState
+from myaccel.artifacts import artifact, fsync_dir, remove_temporaries, save_document
 from myaccel.paths import myaccel_home
 
 JOURNAL_SCHEMA = "myaccel.journal/1"
@@ -96,6 +97,7 @@ class JournalEntry(BaseModel):
     reverted_at: str | None = None
 
 
+@artifact(JOURNAL_SCHEMA)
 class JournalData(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -126,25 +128,10 @@ _WRITES = [0]  # durable journal writes by this process (for the journal-write c
 
 
 def write_json_durably(path: Path, doc: dict[str, Any]) -> None:
-    """Temporary sibling, fsync, rename, fsync of the directory; the temporary is removed
-    when any step fails (a full disk leaves the old file and no stray ``.tmp``)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    data = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    fsync_dir(path.parent)
+    """Save ``doc`` durably and privately (``myaccel.artifacts.save_document``: temporary
+    sibling, fsync, rename, fsync of the directory; a full disk leaves the old file and no
+    stray temporary), then count the write for the ``journal-write`` crash point."""
+    save_document(path, doc, private=True)
     _WRITES[0] += 1
     crash_point("journal-write", _WRITES[0])
 
@@ -153,15 +140,6 @@ def _ensure_journal_dir(journal_dir: Path) -> None:
     if not journal_dir.is_dir():
         journal_dir.mkdir(parents=True, mode=0o700)
         fsync_dir(journal_dir.parent)
-
-
-def _remove_stray_temporaries(journal_dir: Path) -> None:
-    """A crash between a journal write's temporary file and its rename leaves
-    ``.<id>.json.tmp``; the journal itself still holds the previous, complete version.
-    Called with the lock held, so no writer is running."""
-    for p in journal_dir.glob(".*.json.tmp"):
-        with contextlib.suppress(OSError):
-            p.unlink()
 
 
 @contextlib.contextmanager
@@ -178,7 +156,9 @@ def journal_lock(journal_dir: Path) -> Iterator[None]:
                 "another myaccel apply or rollback is running",
                 hint=f"wait for it to finish (lock: {lock})",
             ) from exc
-        _remove_stray_temporaries(journal_dir)
+        # a crash between a write's temporary file and its rename left it; the journal
+        # itself still holds its previous, complete version
+        remove_temporaries(journal_dir)
         yield
     finally:
         os.close(fd)
@@ -233,55 +213,31 @@ class Journal:
     @classmethod
     def load(cls, path: Path, *, verify_checksum: bool = True, clock: Clock = utc_now) -> Journal:
         """Read a journal; a checksum mismatch or a malformed file raises ``JournalCorrupt``."""
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError as exc:
-            raise JournalError(
-                f"journal {path} does not exist",
-                hint="list journals with `myaccel rollback --list`",
-            ) from exc
-        except OSError as exc:
-            raise JournalError(
-                f"cannot read journal {path}: {exc.strerror or exc}",
-                hint="check its permissions (run as the user who applied it)",
-            ) from exc
-        try:
-            doc = json.loads(raw)
-            if not isinstance(doc, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as exc:
-            raise JournalCorrupt(
-                f"journal {path} is not valid JSON: {exc}",
-                hint="it was damaged; restore it from a backup, or undo its changes by hand "
-                "(the old values and file contents are readable in it)",
-                context={"journal": str(path)},
-            ) from exc
-        if doc.get("schema_version") != JOURNAL_SCHEMA:
-            raise JournalCorrupt(
-                f"journal {path} has schema {doc.get('schema_version')!r}, "
-                f"expected {JOURNAL_SCHEMA!r}",
-                hint="it was written by another myaccel version; roll it back with that version",
-                context={"journal": str(path)},
-            )
-        if verify_checksum and doc.get("checksum") != canonical_checksum(doc):
-            raise JournalCorrupt(
-                f"journal {path} fails its checksum: it was edited or damaged after myaccel "
-                "wrote it",
-                hint="do not trust its old values blindly: compare them with what you expect, "
-                "restore the journal from a backup, or (if you edited it on purpose) roll back "
-                "with --ignore-checksum",
-                context={"journal": str(path)},
-            )
-        try:
-            data = JournalData.model_validate(doc)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first["loc"])
-            raise JournalCorrupt(
-                f"journal {path} is malformed at {where}: {first['msg']}",
-                hint="it was edited or damaged; restore it from a backup",
-                context={"journal": str(path)},
-            ) from exc
+
+        def checksum_holds(doc: dict[str, Any]) -> None:
+            if verify_checksum and doc.get("checksum") != canonical_checksum(doc):
+                raise JournalCorrupt(
+                    f"journal {path} fails its checksum: it was edited or damaged after "
+                    "myaccel wrote it",
+                    hint="do not trust its old values blindly: compare them with what you "
+                    "expect, restore the journal from a backup, or (if you edited it on "
+                    "purpose) roll back with --ignore-checksum",
+                    context={"journal": str(path)},
+                )
+
+        data = artifacts.load(
+            path,
+            JournalData,
+            what="journal",
+            hint="it was damaged or written by another myaccel version: restore it from a "
+            "backup, roll it back with the version that wrote it, or undo its changes by hand "
+            "(the old values and file contents are readable in it)",
+            error=JournalCorrupt,
+            missing=JournalError,
+            missing_hint="list journals with `myaccel rollback --list` (run as the user who "
+            "applied it)",
+            verify=checksum_holds,
+        )
         return cls(path, data, clock)
 
     # ------------------------------------------------------------ discovery

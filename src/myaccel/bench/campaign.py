@@ -4,7 +4,6 @@ and the run record written to disk as soon as the run ends."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import resource
 import socket
 import statistics
@@ -14,16 +13,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from myaccel.artifacts import Source, read_document, save, schema_of, validate, write_text
 from myaccel.bench.records import USABLE_FAILURE_KINDS, FailureKind, Summary
 from myaccel.bench.run_record import (
+    CAMPAIGN_SCHEMA,
     CampaignIndex,
     RunRecord,
     RunSummary,
     SeriesPoint,
     Validity,
     config_digest,
-    write_json_atomic,
-    write_private,
 )
 from myaccel.bench.runner import (
     ProgressFn,
@@ -36,7 +35,7 @@ from myaccel.bench.runner import (
     run_argv,
 )
 from myaccel.bench.sysbench_output import parse_output
-from myaccel.errors import MyaccelError, UsageError, validation_summary
+from myaccel.errors import MyaccelError, UsageError
 from myaccel.server.connection import ConnectParams, connect, query_rows
 
 EventFn = Callable[[str], None]
@@ -72,7 +71,7 @@ class BenchContext:
 
     def save_index(self) -> None:
         if self.index is not None:
-            write_json_atomic(self.out_dir / "campaign.json", self.index.model_dump_json(indent=2))
+            save(self.out_dir / "campaign.json", self.index, private=True)
 
 
 def host_info() -> dict[str, Any]:
@@ -198,7 +197,7 @@ def measure_run(
     parsed = parse_output(raw.output, exit_code=raw.exit_code)
 
     out_file = ctx.out_dir / f"run-{index:03d}.out"
-    write_private(out_file, raw.output)
+    write_text(out_file, raw.output, private=True)
 
     summary = _run_summary(parsed.summary) if parsed.summary is not None else None
     series = [
@@ -295,12 +294,15 @@ def measure_run(
         output_file=out_file.name,
     )
     path = ctx.out_dir / f"run-{index:03d}.json"
-    write_json_atomic(path, rec.model_dump_json(indent=2))
+    save(path, rec, private=True)
     ctx.records.append(rec)
     if ctx.index is not None:
         ctx.index = ctx.index.model_copy(update={"runs": [*ctx.index.runs, path.name]})
         ctx.save_index()
     return rec
+
+
+_RUN_HINT = "pass files written by `myaccel bench` or `myaccel ab` of this version"
 
 
 def load_runs(path: Path) -> list[RunRecord]:
@@ -315,28 +317,12 @@ def load_runs(path: Path) -> list[RunRecord]:
         )
     runs: list[RunRecord] = []
     for f in files:
-        try:
-            doc = json.loads(f.read_text())
-        except ValueError as exc:
-            raise UsageError(
-                f"'{f}' is not JSON: {exc}", hint="pass a myaccel run or campaign file"
-            ) from exc
-        schema = doc.get("schema_version") if isinstance(doc, dict) else None
-        if schema == "myaccel.campaign/1":
+        src = Source(f, "run record", _RUN_HINT, UsageError)
+        doc = read_document(src)
+        if schema_of(doc) == CAMPAIGN_SCHEMA:
             runs += load_runs(f.parent)
             continue
-        if schema != "myaccel.run/1":
-            raise UsageError(
-                f"'{f}' has schema {schema!r}, expected myaccel.run/1",
-                hint="pass files written by `myaccel bench` or `myaccel ab` of this version",
-            )
-        try:
-            runs.append(RunRecord.model_validate(doc))
-        except ValueError as exc:  # pydantic's ValidationError: name the file and the field
-            raise UsageError(
-                f"'{f}' is not a valid run record: {validation_summary(exc)}",
-                hint="pass files written by `myaccel bench` or `myaccel ab` of this version",
-            ) from None
+        runs.append(validate(doc, RunRecord, src))
     if not runs:
         raise UsageError(
             f"no runs found in '{path}'",

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from myaccel.artifacts import artifact
 from myaccel.bench import stats
 from myaccel.bench.run_record import RunRecord
 from myaccel.errors import UsageError
@@ -46,6 +47,7 @@ class CellResult(Frozen):
     candidate_tps: list[float] = Field(default_factory=list)
 
 
+@artifact(COMPARISON_SCHEMA)
 class Comparison(Frozen):
     schema_version: str = COMPARISON_SCHEMA
     created_at: str

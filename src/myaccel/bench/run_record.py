@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
 
+from myaccel.artifacts import artifact
 from myaccel.model import Frozen
 from myaccel.redact import redact_argv
 
@@ -124,6 +124,7 @@ class Validity(Frozen):
     busy_pct_before: float | None = None
 
 
+@artifact(RUN_SCHEMA)
 class RunRecord(Frozen):
     schema_version: str = RUN_SCHEMA
     run_id: str
@@ -155,6 +156,7 @@ class RunRecord(Frozen):
         return redact_argv(v)  # written and read: also older files lose their passwords
 
 
+@artifact(CAMPAIGN_SCHEMA)
 class CampaignIndex(Frozen):
     schema_version: str = CAMPAIGN_SCHEMA
     campaign_id: str
@@ -173,7 +175,6 @@ class CampaignIndex(Frozen):
         return redact_argv(v)  # myaccel's own argv: -p/--password values never recorded
 
 
-PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
 
 
@@ -182,26 +183,3 @@ def private_dir(path: Path) -> Path:
     its mode (the files myaccel writes in it are 0600)."""
     path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
     return path
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to a new or truncated file of mode 0600."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.chmod(path, PRIVATE_FILE_MODE)  # an existing file keeps its mode on open
-
-
-def write_json_atomic(path: Path, doc: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(doc)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, PRIVATE_FILE_MODE)
-    except BaseException:  # a full disk (ENOSPC) leaves no stray temporary file
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from myaccel import __version__
+from myaccel.artifacts import artifact, load, save
 from myaccel.build.errors import TreeError
-from myaccel.errors import read_json_file
 
 BUILD_SCHEMA = "myaccel.build/1"
 MANIFEST = "manifest.json"
@@ -55,6 +54,7 @@ class CheckResult(_Model):
     expected: str = ""
 
 
+@artifact(BUILD_SCHEMA)
 class BuildManifest(_Model):
     schema_version: str = BUILD_SCHEMA
     myaccel_version: str = __version__
@@ -92,32 +92,18 @@ class BuildManifest(_Model):
 
     def save(self, out_dir: Path) -> Path:
         self.updated_at = now_iso()
-        path = out_dir / MANIFEST
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(self.model_dump_json(indent=2) + "\n")
-        os.replace(tmp, path)
-        return path
+        return save(out_dir / MANIFEST, self)
 
 
 def load_manifest(path: Path) -> BuildManifest:
-    data = read_json_file(
+    return load(
         path,
+        BuildManifest,
         what="build manifest",
-        hint="pass the manifest.json written by `myaccel build` (next to install/)",
+        hint="pass the manifest.json written by `myaccel build` (next to install/); one of "
+        "another myaccel version: build again into a new --out (without --resume)",
         error=TreeError,
     )
-    if not isinstance(data, dict) or data.get("schema_version") != BUILD_SCHEMA:
-        raise TreeError(
-            f"'{path}' is not a myaccel build manifest ({BUILD_SCHEMA})",
-            hint="pass the manifest.json written by `myaccel build`",
-        )
-    try:
-        return BuildManifest.model_validate(data)
-    except ValidationError as exc:
-        raise TreeError(
-            f"build manifest '{path}' does not match {BUILD_SCHEMA}: {exc.errors()[0]['msg']}",
-            hint="it was written by another myaccel version: build again into a new --out (without --resume)",
-        ) from None
 
 
 def sha256_file(path: Path) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from myaccel import proc
+from myaccel.artifacts import save
 from myaccel.bench.ab import SNAPSHOT, AbPlan, Arm, check_arm, run_campaign
 from myaccel.bench.campaign import (
     BenchContext,
@@ -22,7 +23,7 @@ from myaccel.bench.campaign import (
 )
 from myaccel.bench.compare import Comparison, compare_runs, format_markdown
 from myaccel.bench.profiles import Profile
-from myaccel.bench.run_record import RunRecord, write_json_atomic
+from myaccel.bench.run_record import RunRecord
 from myaccel.bench.runner import (
     RunSpec,
     preflight,
@@ -340,7 +341,7 @@ def _measure(
 
 
 def write_outputs(cmp: Comparison, out: Path) -> None:
-    write_json_atomic(out / "comparison.json", cmp.model_dump_json(indent=2))
+    save(out / "comparison.json", cmp, private=True)
     write_output(out / "comparison.md", format_markdown(cmp))
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
 
 from myaccel.actions import apply_changes, rollback, verify_journal
 from myaccel.actions.applier import finish_journal, finish_rollback, restore_recorded_files
@@ -25,34 +24,27 @@ from myaccel.actions.plan_apply import (
     sandbox_handle,
 )
 from myaccel.actions.server_files import server_option_files
+from myaccel.artifacts import load
 from myaccel.cli.common import connection_options, resolve, server_options
 from myaccel.cli.progress import note
-from myaccel.errors import UsageError, read_json_file, validation_summary
+from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
 from myaccel.model import Facts
 from myaccel.rules.engine import facts_digest
-from myaccel.rules.model import PLAN_SCHEMA, Plan
+from myaccel.rules.model import Plan
 from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 
 def load_plan(path: str) -> Plan:
     """The plan in ``path``, or a ``UsageError`` naming the first field that is wrong
     (checked before anything is read from the machine or changed)."""
-    hint = "write one with: myaccel plan --out plan.json"
-    doc = read_json_file(path, what="plan", hint=hint)
-    schema = doc.get("schema_version") if isinstance(doc, dict) else None
-    if schema != PLAN_SCHEMA:
-        raise UsageError(
-            f"plan '{path}' has schema {schema!r}, expected {PLAN_SCHEMA}",
-            hint="make the plan with this version of myaccel: myaccel plan --out plan.json",
-        )
-    try:
-        return Plan.model_validate(doc)
-    except ValidationError as exc:
-        raise UsageError(
-            f"plan '{path}' is not a valid plan: {validation_summary(exc)}",
-            hint="the plan was edited or damaged; " + hint,
-        ) from None
+    return load(
+        path,
+        Plan,
+        what="plan",
+        hint="make the plan (again, with this version of myaccel): myaccel plan --out plan.json",
+        error=UsageError,
+    )
 
 
 def _handle(kwargs: dict[str, Any]) -> ServerHandle:

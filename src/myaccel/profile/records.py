@@ -15,16 +15,16 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from myaccel import __version__
-from myaccel.errors import UsageError, read_json_file
+from myaccel.artifacts import Source, artifact, load, save, validate
+from myaccel.errors import UsageError
 from myaccel.model import Frozen
 from myaccel.profile.simulate import SimulationResult
 
@@ -229,6 +229,7 @@ class Finding(Frozen):
 # ---------------------------------------------------------------- the artifact
 
 
+@artifact(PROFILE_SCHEMA)
 class Profile(Frozen):
     schema_version: str = PROFILE_SCHEMA
     myaccel_version: str = __version__
@@ -540,39 +541,20 @@ def build_profile(
     )
 
 
+_PROFILE_HINT = (
+    "record the profile again with this version of myaccel (`myaccel profile --out profile.json`)"
+)
+
+
 def profile_from_dict(doc: Any, *, source: str = "profile") -> Profile:
     """Validate a decoded profile document; refuses any other schema with a hint."""
-    schema = doc.get("schema_version") if isinstance(doc, dict) else None
-    if schema != PROFILE_SCHEMA:
-        raise UsageError(
-            f"{source} has schema {schema!r}, this myaccel reads {PROFILE_SCHEMA!r}",
-            hint="record the profile again with this version of myaccel "
-            "(`myaccel profile --out profile.json`)",
-            context={"schema": str(schema), "expected": PROFILE_SCHEMA},
-        )
-    try:
-        return Profile.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise UsageError(
-            f"{source} does not match {PROFILE_SCHEMA}: {where}: {first.get('msg', '')}",
-            hint="record the profile again with this version of myaccel",
-        ) from None
+    return validate(doc, Profile, Source(None, source, _PROFILE_HINT, UsageError))
 
 
 def load_profile(path: str | Path) -> Profile:
-    p = Path(path)
-    doc = read_json_file(
-        p, what="profile file", hint="pass the profile.json written by `myaccel profile`"
-    )
-    return profile_from_dict(doc, source=f"profile file '{p}'")
+    return load(path, Profile, what="profile file", hint=_PROFILE_HINT, error=UsageError)
 
 
 def save_profile(profile: Profile, path: str | Path) -> Path:
-    """Write the profile JSON atomically (temporary file, then rename)."""
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    tmp.write_text(profile.model_dump_json(indent=2) + "\n")
-    tmp.replace(p)
-    return p
+    """Write the profile JSON (``myaccel.artifacts.save``)."""
+    return save(path, profile)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from myaccel.artifacts import write_text
 from myaccel.errors import UsageError
 
 HTML_NAME = "report.html"
@@ -47,10 +48,8 @@ def write_report(dirs: Sequence[Path], out: Path, html: bool, md: bool) -> list[
 
 
 def _write(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_text(path, text)
     except OSError as exc:
         raise UsageError(
             f"cannot write '{path}': {exc.strerror}",

@@ -1,12 +1,12 @@
 """Find and read the artifacts a report is made from.
 
 Any mix of directories and files is accepted. JSON documents are recognised by their
-``schema_version`` (``myaccel.facts/1``, ``myaccel.plan/1``, ``myaccel.journal/1``,
-``myaccel.run/1``, ``myaccel.campaign/1``, ``myaccel.comparison/1``,
-``myaccel.profile/1``) or by a ``schema`` starting with ``myaccel.build`` (build manifests,
-shown generically). Inside a directory, JSON of other programs is ignored and a damaged
-artifact becomes a note in the report (a crash may have left it half written); a file named
-on the command line must be an artifact this version reads.
+``schema_version``, looked up in the artifact registry (``myaccel.artifacts``: facts, plan,
+journal, run, campaign, comparison, profile, and the older schemas they migrate from), or
+by a ``schema`` starting with ``myaccel.build`` (build manifests, shown generically).
+Inside a directory, JSON of other programs is ignored and a damaged artifact becomes a note
+in the report (a crash may have left it half written); a file named on the command line
+must be an artifact this version reads.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel
 
 from myaccel.actions.journal import JournalData
+from myaccel.artifacts import Source, model_for, validate
 from myaccel.bench.compare import Comparison
 from myaccel.bench.run_record import CampaignIndex, RunRecord
 from myaccel.errors import UsageError
@@ -27,16 +28,19 @@ from myaccel.model import Facts
 from myaccel.profile.records import Profile
 from myaccel.rules.model import Plan
 
-KNOWN_SCHEMAS = (
-    "myaccel.facts/1",
-    "myaccel.plan/1",
-    "myaccel.journal/1",
-    "myaccel.run/1",
-    "myaccel.campaign/1",
-    "myaccel.comparison/1",
-    "myaccel.profile/1",
-    "myaccel.build*",
-)
+# Where each kind of artifact goes in ``Artifacts``; its schemas come from the registry.
+_LISTS: dict[type[BaseModel], str] = {
+    Facts: "facts",
+    Plan: "plans",
+    JournalData: "journals",
+    RunRecord: "runs",
+    CampaignIndex: "campaigns",
+    Comparison: "comparisons",
+    Profile: "profiles",
+}
+# Documents shown as they are, unvalidated (a manifest cut short still shows what it has).
+GENERIC_PREFIXES = ("myaccel.build",)
+_DAMAGED_HINT = "the file is damaged or from another myaccel version; write it again"
 MAX_DEPTH = 4  # results/<campaign>/ab/run-001.json is depth 2; leave room
 MAX_FILE_BYTES = 64 * 2**20
 
@@ -105,27 +109,6 @@ def _unknown_schema(path: Path, schema: str | None) -> UsageError:
     )
 
 
-def _add(arts: Artifacts, path: Path, doc: dict[str, Any], schema: str) -> None:
-    if schema == "myaccel.facts/1":
-        arts.facts.append(Loaded(path, Facts.model_validate(doc)))
-    elif schema == "myaccel.plan/1":
-        arts.plans.append(Loaded(path, Plan.model_validate(doc)))
-    elif schema == "myaccel.journal/1":
-        arts.journals.append(Loaded(path, JournalData.model_validate(doc)))
-    elif schema == "myaccel.run/1":
-        arts.runs.append(Loaded(path, RunRecord.model_validate(doc)))
-    elif schema == "myaccel.campaign/1":
-        arts.campaigns.append(Loaded(path, CampaignIndex.model_validate(doc)))
-    elif schema == "myaccel.comparison/1":
-        arts.comparisons.append(Loaded(path, Comparison.model_validate(doc)))
-    elif schema == "myaccel.profile/1":
-        arts.profiles.append(Loaded(path, Profile.model_validate(doc)))
-    elif schema.startswith("myaccel.build"):
-        arts.builds.append(Loaded(path, doc))
-    else:
-        raise _unknown_schema(path, schema)
-
-
 def _load_file(arts: Artifacts, path: Path, *, explicit: bool) -> None:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
@@ -150,24 +133,20 @@ def _load_file(arts: Artifacts, path: Path, *, explicit: bool) -> None:
             raise _unknown_schema(path, schema)
         return  # another program's JSON next to ours
     assert schema is not None and isinstance(doc, dict)
-    known = any(
-        schema == s or (s.endswith("*") and schema.startswith(s[:-1])) for s in KNOWN_SCHEMAS
-    )
-    if not known:
+    if schema.startswith(GENERIC_PREFIXES):
+        arts.builds.append(Loaded(path, doc))
+        return
+    model = model_for(schema)
+    if model is None or model not in _LISTS:
         raise _unknown_schema(path, schema)
     try:
-        _add(arts, path, doc, schema)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
+        loaded = validate(doc, model, Source(path, "artifact", _DAMAGED_HINT, UsageError))
+    except UsageError as exc:
         if explicit:
-            raise UsageError(
-                f"'{path}' does not match {schema}: {where}: {first.get('msg', '')}",
-                hint="the file is damaged or from another myaccel version; write it again",
-            ) from None
-        arts.notes.append(
-            f"{path}: does not match {schema} ({where}: {first.get('msg', '')}): left out"
-        )
+            raise
+        arts.notes.append(f"{exc.message}: left out")
+        return
+    getattr(arts, _LISTS[model]).append(Loaded(path, loaded))
 
 
 def _walk(root: Path, depth: int = 0) -> list[Path]:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from myaccel.artifacts import artifact
 from myaccel.model import Frozen
 
 PLAN_SCHEMA = "myaccel.plan/1"
@@ -82,6 +83,7 @@ class MemoryBudget(Frozen):
         return self.total_bytes <= self.budget_bytes
 
 
+@artifact(PLAN_SCHEMA)
 class Plan(Frozen):
     schema_version: str = PLAN_SCHEMA
     created_at: str
