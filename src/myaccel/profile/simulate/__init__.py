@@ -65,16 +65,7 @@ from myaccel.profile.simulate.parse import (
     parse_out_file,
     read_out_file,
 )
-from myaccel.profile.simulate.request import (
-    DEFAULT_BASE_EVENTS,
-    DEFAULT_EVENTS,
-    DEFAULT_SEED,
-    DEFAULT_TABLE_SIZE,
-    DEFAULT_TABLES,
-    DEFAULT_TOOL,
-    SIM_DATABASE,
-    SIMULATION_SETTINGS,
-)
+from myaccel.profile.simulate.request import DEFAULT_EVENTS, SIMULATION_SETTINGS
 from myaccel.profile.simulate.run import simulate
 from myaccel.profile.simulate.valgrind import (
     COLLECT_FUNCTION,
@@ -87,16 +78,10 @@ from myaccel.profile.simulate.window import file_sha256
 
 __all__ = [
     "COLLECT_FUNCTION",
-    "DEFAULT_BASE_EVENTS",
     "DEFAULT_EVENTS",
-    "DEFAULT_SEED",
-    "DEFAULT_TABLES",
-    "DEFAULT_TABLE_SIZE",
-    "DEFAULT_TOOL",
     "METRIC_UNITS",
     "SIMULATION_LABEL",
     "SIMULATION_SETTINGS",
-    "SIM_DATABASE",
     "TOP_N",
     "AnnotatedFunction",
     "CacheSpec",
