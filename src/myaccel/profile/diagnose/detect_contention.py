@@ -4,7 +4,13 @@ threads sleeping and waking too often."""
 from __future__ import annotations
 
 from myaccel.profile.diagnose.context import Context
-from myaccel.profile.diagnose.evidence import evidence, finding, lower_rule, raise_rule
+from myaccel.profile.diagnose.evidence import (
+    evidence,
+    finding,
+    lower_rule,
+    raise_rule,
+    share_evidence,
+)
 from myaccel.profile.diagnose.thresholds import (
     AHI_HIGH_PCT,
     AHI_PCT,
@@ -30,12 +36,11 @@ def spin_hot_spot(c: Context) -> Finding | None:
         return None
     src = c.stack_source
     ev = [
-        evidence(
+        share_evidence(
             "self share of spin and lock-wait code",
             total,
-            "%",
             src,
-            f">= {SPIN_PCT:g}%",
+            SPIN_PCT,
             c.top("innodb-spin", "kernel-spin", "atomics-llsc"),
         )
     ]
@@ -126,12 +131,11 @@ def ahi_hot_spot(c: Context) -> Finding | None:
         return None
     nodes = c.nodes
     ev = [
-        evidence(
+        share_evidence(
             "inclusive share of the adaptive hash index (btr_search_*)",
             incl,
-            "%",
             c.stack_source,
-            f">= {AHI_PCT:g}%",
+            AHI_PCT,
             c.top("ahi"),
         ),
         evidence(
@@ -185,12 +189,11 @@ def scheduler_churn(c: Context) -> Finding | None:
         )
     if c.profile.stacks is not None:
         ev.append(
-            evidence(
+            share_evidence(
                 "inclusive share of futex and scheduler code",
                 sched,
-                "%",
                 c.stack_source,
-                f">= {SCHED_PCT:g}%",
+                SCHED_PCT,
                 c.top("futex-sched", "kernel-spin"),
             )
         )

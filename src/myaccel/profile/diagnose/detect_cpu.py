@@ -4,7 +4,13 @@ network interrupt and softirq work."""
 from __future__ import annotations
 
 from myaccel.profile.diagnose.context import Context
-from myaccel.profile.diagnose.evidence import evidence, finding, lower_rule, raise_rule
+from myaccel.profile.diagnose.evidence import (
+    evidence,
+    finding,
+    lower_rule,
+    raise_rule,
+    share_evidence,
+)
 from myaccel.profile.diagnose.thresholds import (
     FRONTEND_HIGH_PCT,
     FRONTEND_PCT,
@@ -90,9 +96,7 @@ def frontend_bound(c: Context) -> Finding | None:
     code_layout = False
     tlb = False
     if fe is not None and fe >= FRONTEND_PCT:
-        ev.append(
-            evidence("frontend-bound share of cycles/slots", fe, "%", src, f">= {FRONTEND_PCT:g}%")
-        )
+        ev.append(share_evidence("frontend-bound share of cycles/slots", fe, src, FRONTEND_PCT))
         code_layout = True
     if l1i is not None and l1i >= L1I_MPKI:
         ev.append(
@@ -156,12 +160,11 @@ def network_softirq(c: Context) -> Finding | None:
     stack_signal = c.profile.stacks is not None and net >= NET_STACK_PCT
     if stack_signal:
         ev.append(
-            evidence(
+            share_evidence(
                 "inclusive share of the network softirq path",
                 net,
-                "%",
                 c.stack_source,
-                f">= {NET_STACK_PCT:g}%",
+                NET_STACK_PCT,
                 c.top("net-rx", "softirq"),
             )
         )
@@ -182,21 +185,19 @@ def network_softirq(c: Context) -> Finding | None:
         proc_signal = False  # softirq time, but not the network's
     if proc_signal and cpu is not None:
         ev.append(
-            evidence(
+            share_evidence(
                 "softirq share of busy CPU time",
                 busy_share,
-                "%",
                 c.cpu_source,
-                f">= {SOFTIRQ_BUSY_PCT:g}%",
+                SOFTIRQ_BUSY_PCT,
             )
         )
         ev.append(
-            evidence(
+            share_evidence(
                 f"softirq share of the busiest softirq CPU (cpu{cpu.max_softirq_cpu})",
                 max_cpu,
-                "%",
                 c.cpu_source,
-                f">= {SOFTIRQ_CPU_PCT:g}%",
+                SOFTIRQ_CPU_PCT,
             )
         )
     if not (stack_signal or proc_signal):

@@ -4,7 +4,7 @@ misses."""
 from __future__ import annotations
 
 from myaccel.profile.diagnose.context import Context
-from myaccel.profile.diagnose.evidence import evidence, finding, raise_rule
+from myaccel.profile.diagnose.evidence import evidence, finding, raise_rule, share_evidence
 from myaccel.profile.diagnose.thresholds import (
     BP_MIN_REQUESTS,
     BP_MISS_HIGH_PCT,
@@ -44,15 +44,7 @@ def io_wait(c: Context) -> Finding | None:
         return None
     ev: list[Evidence] = []
     if cpu is not None:
-        ev.append(
-            evidence(
-                "iowait share of CPU time",
-                iowait,
-                "%",
-                c.cpu_source,
-                f">= {IOWAIT_PCT:g}%",
-            )
-        )
+        ev.append(share_evidence("iowait share of CPU time", iowait, c.cpu_source, IOWAIT_PCT))
     src = c.stack_source
     for gid, v, label in (
         ("innodb-read-io", rd, "InnoDB page reads (buf_read_page, fil_io, os_aio)"),

@@ -26,6 +26,13 @@ def evidence(
     )
 
 
+def share_evidence(
+    metric: str, value: float, source: str, at_least_pct: float, detail: str = ""
+) -> Evidence:
+    """A percentage that crossed its threshold (``>= N%``)."""
+    return evidence(metric, value, "%", source, f">= {at_least_pct:g}%", detail)
+
+
 def raise_rule(rule: str, reason: str) -> RuleEffect:
     return RuleEffect(rule=rule, direction="raise", reason=reason)
 
