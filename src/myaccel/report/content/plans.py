@@ -18,15 +18,16 @@ from myaccel.rules.model import LAYERS, Plan, Recommendation
 class PlanRow:
     id: str
     layer: str
-    title: str
-    target: str
-    current: str
-    proposed: str
     status: str  # applied, measured, rolled back, failed, not applied, advisory, skipped
     why: str  # rationale, or the reason it was not applied / skipped
-    source: str
-    expected: str
-    risk: str
+    # What a skipped rule has none of: it recommended nothing.
+    title: str = ""
+    target: str = "-"
+    current: str = "-"
+    proposed: str = "-"
+    source: str = ""
+    expected: str = ""
+    risk: str = ""
 
 
 @dataclass
@@ -133,21 +134,7 @@ def plan_view(
             )
         )
     for s in plan.skipped:
-        rows.append(
-            PlanRow(
-                id=s.id,
-                layer=s.layer,
-                title="",
-                target="-",
-                current="-",
-                proposed="-",
-                status="skipped",
-                why=s.reason,
-                source="",
-                expected="",
-                risk="",
-            )
-        )
+        rows.append(PlanRow(id=s.id, layer=s.layer, status="skipped", why=s.reason))
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.status] = counts.get(row.status, 0) + 1
