@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import logging
 import os
 import re
 import socket
@@ -36,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,27 +43,39 @@ from myaccel import proc
 from myaccel.errors import MyaccelError, ProcessFailed, ToolMissing, UsageError
 from myaccel.profile import folded as folded_mod
 from myaccel.profile.diagnose import diagnose
+from myaccel.profile.perfrecord import (
+    SCRIPT_FIELDS,
+    annotate_dsos,
+    build_record_argv,
+    dso_map_from_script,
+    record_counts,
+    record_error,
+)
 from myaccel.profile.perfstat import PerfPermissionDenied
 from myaccel.profile.records import (
-    NodeCpus,
     Profile,
     Recording,
     StatusWindow,
     build_profile,
-    parse_cpulist,
     save_profile,
     status_window,
+)
+from myaccel.profile.sampling import (
+    NO_PMU_NOTE,
+    MicroarchResult,
+    ProcStatSampler,
+    has_cpu_pmu,
+    microarch_counter,
+    numa_nodes,
+    read_status,
 )
 
 if TYPE_CHECKING:
     from myaccel.model import Facts
     from myaccel.server.connection import ConnectParams
 
-log = logging.getLogger(__name__)
-
 PARANOID_PATH = "/proc/sys/kernel/perf_event_paranoid"
 PROC_SELF_STATUS = "/proc/self/status"
-NODE_DIR = "/sys/devices/system/node"
 
 # inferno from crates.io, pinned (the latest release when this was written).
 INFERNO_VERSION = "0.12.8"
@@ -87,13 +98,8 @@ CAP_SYS_PTRACE = 19
 CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
 
-CALL_GRAPHS = ("fp", "dwarf")
 MIN_FREQUENCY_HZ = 1
 MAX_FREQUENCY_HZ = 10_000
-STACK_SAMPLE_INTERVAL_S = 1.0
-# perf script fields: without ``period`` inferno counts samples (not nanoseconds of
-# cpu-clock or cycles), so the folded counts and the summary are sample counts.
-SCRIPT_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
 
 
 # ---------------------------------------------------------------- checks
@@ -237,235 +243,6 @@ def require_tools() -> Tools:
     )
 
 
-# ---------------------------------------------------------------- machine state
-
-
-def numa_nodes(root: str | Path = "/") -> list[NodeCpus]:
-    base = Path(root) / NODE_DIR.lstrip("/")
-    out: list[NodeCpus] = []
-    try:
-        entries = sorted(base.iterdir())
-    except OSError:
-        return out
-    for d in entries:
-        m = re.fullmatch(r"node(\d+)", d.name)
-        if not m:
-            continue
-        try:
-            cpus = parse_cpulist((d / "cpulist").read_text())
-        except (OSError, ValueError):
-            continue
-        if cpus:
-            out.append(NodeCpus(node=int(m.group(1)), cpus=cpus))
-    return sorted(out, key=lambda n: n.node)
-
-
-def has_cpu_pmu() -> bool:
-    from myaccel.facts.sysroot import Sysroot
-    from myaccel.profile.perfstat import collect_event_inventory
-
-    return collect_event_inventory(Sysroot("/")).has_core_pmu
-
-
-class ProcStatSampler:
-    """Reads /proc/stat every ``interval_s`` in a daemon thread until stopped."""
-
-    def __init__(self, interval_s: float = STACK_SAMPLE_INTERVAL_S, path: str = "/proc/stat"):
-        self.interval_s = interval_s
-        self.path = path
-        self.samples: list[tuple[float, str]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="proc-stat", daemon=True)
-
-    def _read(self) -> None:
-        with contextlib.suppress(OSError):
-            self.samples.append((time.monotonic(), Path(self.path).read_text()))
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._read()
-
-    def start(self) -> None:
-        self._read()
-        self._thread.start()
-
-    def stop(self) -> list[tuple[float, str]]:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._read()
-        return list(self.samples)
-
-
-# ---------------------------------------------------------------- perf
-
-
-def build_record_argv(
-    perf: str,
-    *,
-    pid: int,
-    duration_s: float,
-    frequency_hz: int,
-    event: str,
-    call_graph: str,
-    output: str | Path,
-) -> list[str]:
-    """``perf record -e EVENT -F HZ (-g | --call-graph dwarf) -p PID -o FILE -- sleep D``.
-
-    The ``sleep`` bounds the window: perf stops following ``-p`` when the command ends.
-    """
-    if call_graph not in CALL_GRAPHS:
-        raise UsageError(f"unknown call graph mode '{call_graph}'", hint="use fp or dwarf")
-    cg = ["-g"] if call_graph == "fp" else ["--call-graph", "dwarf"]
-    return [
-        perf,
-        "record",
-        "-e",
-        event,
-        "-F",
-        str(frequency_hz),
-        *cg,
-        "-p",
-        str(pid),
-        "-o",
-        str(output),
-        "--",
-        "sleep",
-        f"{duration_s:g}",
-    ]
-
-
-_CAPTURED = re.compile(r"Captured and wrote [\d.]+ \w+ \S+ \((\d+) samples\)")
-_LOST = re.compile(r"Processed \d+ events and lost (\d+) chunks")
-
-
-def record_error(returncode: int, stderr: str, *, pid: int) -> MyaccelError | None:
-    if returncode == 0:
-        return None
-    text = stderr or ""
-    tail = " | ".join(text.strip().splitlines()[-3:]) or "no output"
-    if "perf_event_paranoid" in text or "No permission" in text or "Permission denied" in text:
-        return PerfPermissionDenied(
-            f"perf record was refused access to pid {pid}: {tail}",
-            hint="run as root, or sysctl -w kernel.perf_event_paranoid=1",
-        )
-    if "No such process" in text or "Couldn't find" in text:
-        return UsageError(
-            f"pid {pid} exited before perf could attach",
-            hint="is the server running? check with pidof mariadbd",
-        )
-    return ProcessFailed(
-        f"perf record failed with exit code {returncode}: {tail}",
-        hint="rerun with --debug to see the full perf command",
-    )
-
-
-# ---------------------------------------------------------------- DSO of each frame
-
-# A callchain line of `perf script -F ...,ip,sym,dso`: "\t  55d0c0 do_command(THD*, bool) (/usr/sbin/mariadbd)"
-_CHAIN_LINE = re.compile(r"^\s+[0-9a-fA-F]+\s+(?P<sym>.+?)\s+\((?P<dso>[^()]+)\)\s*$")
-
-
-_HAS_DSO = re.compile(r"\s\[[^\[\]\s]+\]$")
-
-
-def dso_map_from_script(text: str) -> dict[str, str]:
-    """Symbol (as the folded stacks spell it) -> basename of the DSO perf found it in.
-
-    inferno-collapse-perf keeps the DSO only for frames it could not name (``[mariadbd]``);
-    this map puts it back on resolved frames so the summary has a per-DSO table. A name
-    seen in several DSOs goes to the one it was seen in most.
-    """
-    from collections import Counter
-
-    seen: dict[str, Counter[str]] = {}
-    for line in text.splitlines():
-        m = _CHAIN_LINE.match(line)
-        if not m:
-            continue
-        sym = m.group("sym")
-        if sym == "[unknown]":
-            continue
-        dso = m.group("dso")
-        base = dso if dso.startswith("[") else dso.rsplit("/", 1)[-1]
-        seen.setdefault(folded_mod.normalize_symbol(sym), Counter())[base] += 1
-    return {sym: c.most_common(1)[0][0] for sym, c in seen.items()}
-
-
-def annotate_dsos(folded_text: str, dsos: dict[str, str]) -> str:
-    """Append `` [dso]`` to user-space frames of folded stacks whose DSO is known (the
-    first frame, the command name, and kernel ``_[k]`` frames stay as they are)."""
-    out: list[str] = []
-    for line in folded_text.splitlines():
-        stack, sep, count = line.rpartition(" ")
-        if not sep:
-            out.append(line)
-            continue
-        frames = stack.split(";")
-        for i in range(1, len(frames)):
-            f = frames[i]
-            if f.endswith("_[k]") or f.startswith("[") or _HAS_DSO.search(f):
-                continue
-            dso = dsos.get(folded_mod.normalize_symbol(f))
-            if dso is not None and not dso.startswith("[kernel"):
-                frames[i] = f"{f} [{dso}]"
-        out.append(f"{';'.join(frames)} {count}")
-    return "\n".join(out) + "\n"
-
-
-# ---------------------------------------------------------------- status counters
-
-
-def read_status(params: ConnectParams) -> dict[str, str]:
-    from myaccel.server.connection import connect, query_rows
-
-    conn = connect(params)
-    try:
-        return {str(k): str(v) for k, v in query_rows(conn, "SHOW GLOBAL STATUS")}
-    finally:
-        conn.close()
-
-
-# ---------------------------------------------------------------- micro-architecture
-
-
-@dataclass
-class MicroarchResult:
-    values: dict[str, float] = field(default_factory=dict)
-    note: str = ""
-
-
-def microarch_counter(pid: int, duration_s: float) -> Callable[[], MicroarchResult] | None:
-    """A thunk that counts the family's metric set over the window, or None without a PMU."""
-    from myaccel.facts.cpu import collect_cpu
-    from myaccel.facts.sysroot import Sysroot
-    from myaccel.profile.metrics import compute, to_microarch
-    from myaccel.profile.perfstat import collect_event_inventory, run_perf_stat, select_events
-
-    sr = Sysroot("/")
-    inv = collect_event_inventory(sr)
-    if not inv.has_core_pmu:
-        return None
-    family = collect_cpu(sr).family.value or ("x86-intel" if os.uname().machine == "x86_64" else "")
-    plan = select_events(family, inv)
-
-    def run() -> MicroarchResult:
-        try:
-            result = run_perf_stat(plan, duration_s=duration_s, pid=pid)
-        except MyaccelError as exc:
-            return MicroarchResult(note=f"perf stat failed: {exc.message}")
-        values = to_microarch(compute(family, result))
-        return MicroarchResult(values=values, note=f"perf stat, metric set {family}")
-
-    return run
-
-
-NO_PMU_NOTE = (
-    "no CPU PMU under /sys/bus/event_source/devices (a VM without a virtual PMU): no "
-    "micro-architecture metrics; stacks sampled with cpu-clock; `--simulate` runs the "
-    "valgrind fallback"
-)
-
-
 # ---------------------------------------------------------------- one recording
 
 
@@ -576,8 +353,7 @@ def record_profile(
             status = status_window(status_before, read_status(opts.status_params), window_s)
         except MyaccelError as exc:
             warnings.append(f"no status counters after the window: {exc.message}")
-    m = _CAPTURED.search(done.stderr)
-    lost = _LOST.search(done.stderr)
+    captured, lost = record_counts(done.stderr)
 
     note("perf script | inferno-collapse-perf")
     script, collapsed = _script_and_collapse(t, data, opts)
@@ -614,8 +390,8 @@ def record_profile(
         command=[Path(argv[0]).name, *argv[1:]],
         target=comm,
         started_at=started,
-        samples=int(m.group(1)) if m else summary.total_samples,
-        lost_samples=int(lost.group(1)) if lost else None,
+        samples=captured if captured is not None else summary.total_samples,
+        lost_samples=lost,
         folded_path=FOLDED_FILE,
         flamegraph_path=FLAMEGRAPH_FILE,
     )

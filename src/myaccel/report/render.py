@@ -55,66 +55,64 @@ def _env(autoescape: bool) -> jinja2.Environment:
     return env
 
 
+# Captions of the per-experiment figures (the threads figure adds the CPU count).
+_THREADS_CAPTION = (
+    "Median TPS (top) and median p95 latency (bottom) per arm; bars: "
+    "distribution-free CI of the median (order statistics; with 5 runs per arm "
+    "this is the range, 93.75% coverage)."
+)
+_STRIP_CAPTION = (
+    "Each dot is one whole run (the unit of analysis); black bar: median; "
+    "red x: an invalid run, left out of the statistics."
+)
+_FOREST_CAPTION = (
+    "TPS gain per cell with its 95% CI, coloured by verdict (green improved, "
+    "red regressed, grey no change, amber inconclusive); diamond: geometric "
+    "mean over the cells."
+)
+_SERIES_CAPTION = (
+    "One typical run per arm and cell (the valid run closest to the arm's "
+    "median); shaded: warm-up, excluded from the run's summary."
+)
+
+
 def _figures(content: ReportContent) -> dict[int, list[Figure]]:
     from myaccel.report import plots
 
+    cpus = content.cpus
+    threads_caption = _THREADS_CAPTION + (
+        f" Shaded: more client threads than the {cpus} logical CPUs (oversubscribed)."
+        if cpus
+        else " Logical CPU count unknown: no oversubscribed region."
+    )
     out: dict[int, list[Figure]] = {}
     for i, exp in enumerate(content.experiments):
-        figs: list[Figure] = []
-        cpus = content.cpus
-        svg = plots.tps_vs_threads(exp, cpus, f"f{i}tps")
-        if svg:
-            figs.append(
-                Figure(
-                    f"fig-{i}-threads",
-                    "Throughput and p95 latency against threads",
-                    Markup(svg),
-                    "Median TPS (top) and median p95 latency (bottom) per arm; bars: "
-                    "distribution-free CI of the median (order statistics; with 5 runs per arm "
-                    "this is the range, 93.75% coverage)."
-                    + (
-                        f" Shaded: more client threads than the {cpus} logical CPUs "
-                        "(oversubscribed)."
-                        if cpus
-                        else " Logical CPU count unknown: no oversubscribed region."
-                    ),
-                )
-            )
-        svg = plots.strip_plot(exp, f"f{i}strip")
-        if svg:
-            figs.append(
-                Figure(
-                    f"fig-{i}-strip",
-                    "Every run",
-                    Markup(svg),
-                    "Each dot is one whole run (the unit of analysis); black bar: median; "
-                    "red x: an invalid run, left out of the statistics.",
-                )
-            )
-        svg = plots.forest_plot(exp, f"f{i}forest")
-        if svg:
-            figs.append(
-                Figure(
-                    f"fig-{i}-forest",
-                    "Gains with confidence intervals",
-                    Markup(svg),
-                    "TPS gain per cell with its 95% CI, coloured by verdict (green improved, "
-                    "red regressed, grey no change, amber inconclusive); diamond: geometric "
-                    "mean over the cells.",
-                )
-            )
-        svg = plots.time_series(exp, f"f{i}ts")
-        if svg:
-            figs.append(
-                Figure(
-                    f"fig-{i}-series",
-                    "Per-second time series",
-                    Markup(svg),
-                    "One typical run per arm and cell (the valid run closest to the arm's "
-                    "median); shaded: warm-up, excluded from the run's summary.",
-                )
-            )
-        out[i] = figs
+        drawn = (
+            (
+                "threads",
+                "Throughput and p95 latency against threads",
+                threads_caption,
+                plots.tps_vs_threads(exp, cpus, f"f{i}tps"),
+            ),
+            ("strip", "Every run", _STRIP_CAPTION, plots.strip_plot(exp, f"f{i}strip")),
+            (
+                "forest",
+                "Gains with confidence intervals",
+                _FOREST_CAPTION,
+                plots.forest_plot(exp, f"f{i}forest"),
+            ),
+            (
+                "series",
+                "Per-second time series",
+                _SERIES_CAPTION,
+                plots.time_series(exp, f"f{i}ts"),
+            ),
+        )
+        out[i] = [
+            Figure(f"fig-{i}-{name}", title, Markup(svg), caption)
+            for name, title, caption, svg in drawn
+            if svg
+        ]
     return out
 
 
