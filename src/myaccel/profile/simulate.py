@@ -77,13 +77,9 @@ from myaccel.errors import MyaccelError, ProcessFailed, SandboxError, UsageError
 from myaccel.model import Frozen
 from myaccel.profile.metrics import NormalizedRow, normalize
 from myaccel.server.connection import ConnectParams
-from myaccel.server.sandbox import (
-    ActiveConfig,
-    Sandbox,
-    check_sets,
-    find_server,
-    parse_version_output,
-)
+from myaccel.server.sandbox import ActiveConfig, Sandbox, find_server
+from myaccel.server.sandbox.install import parse_version_output
+from myaccel.server.sandbox.options import check_sets
 
 log = logging.getLogger(__name__)
 
