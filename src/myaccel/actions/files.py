@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from myaccel.actions.errors import ApplyError
 from myaccel.errors import UsageError
+from myaccel.server.optionfile import normalize_key
 
 log = logging.getLogger(__name__)
 
@@ -410,7 +411,7 @@ class ManagedFile:
 
     def normalize_key(self, key: str) -> str:
         if self.style == "mycnf":
-            return key.strip().replace("-", "_").lower()
+            return normalize_key(key)
         return key.strip()
 
     def load(self) -> dict[str, dict[str, str]]:
