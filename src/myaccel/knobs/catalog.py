@@ -64,7 +64,6 @@ from myaccel.knobs.values import (
 )
 from myaccel.model import CpuFacts, MemoryFacts
 from myaccel.server.flavor import ServerVersion, parse_server_version
-from myaccel.server.optionfile import normalize_key as _normalize_name
 
 log = logging.getLogger(__name__)
 
@@ -304,6 +303,10 @@ class ResolvedKnob:
 @cache
 def _compiled(text: str) -> Formula:
     return compile_formula(text)
+
+
+def _normalize_name(name: str) -> str:
+    return name.strip().replace("-", "_").lower()
 
 
 # ------------------------------------------------------------------ value handling
