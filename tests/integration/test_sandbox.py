@@ -21,7 +21,8 @@ from myaccel import proc
 from myaccel.cli.main import cli
 from myaccel.errors import SandboxError
 from myaccel.server.connection import connect, query_rows
-from myaccel.server.sandbox import SANDBOX_SCHEMA, Sandbox, pid_alive
+from myaccel.server.sandbox import SANDBOX_SCHEMA, Sandbox
+from myaccel.server.sandbox.process import pid_alive
 
 pytestmark = [
     pytest.mark.integration,

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from myaccel import proc
 from myaccel.cli.main import cli
-from myaccel.server.sandbox import Sandbox, _uses_option_file
+from myaccel.server.sandbox import Sandbox
+from myaccel.server.sandbox.process import uses_option_file
 
 pytestmark = pytest.mark.integration
 
@@ -41,12 +42,12 @@ def test_defaults_file_compared_through_symlinks(homes: dict[str, Path]) -> None
     cnf.write_text("[mysqld]\n")
     for view in ("real", "via", "link"):
         arg = f"--defaults-file={homes[view] / 'sandboxes' / 'my.cnf'}"
-        assert _uses_option_file(["/usr/sbin/mariadbd", arg], cnf)
-        assert _uses_option_file(["mariadbd", arg], homes["via"] / "sandboxes" / "my.cnf")
+        assert uses_option_file(["/usr/sbin/mariadbd", arg], cnf)
+        assert uses_option_file(["mariadbd", arg], homes["via"] / "sandboxes" / "my.cnf")
     other = homes["real"] / "other.cnf"
     other.write_text("")
-    assert not _uses_option_file(["mariadbd", f"--defaults-file={other}"], cnf)
-    assert not _uses_option_file(["mariadbd", f"--defaults-extra-file={cnf}"], cnf)
+    assert not uses_option_file(["mariadbd", f"--defaults-file={other}"], cnf)
+    assert not uses_option_file(["mariadbd", f"--defaults-extra-file={cnf}"], cnf)
 
 
 @pytest.fixture

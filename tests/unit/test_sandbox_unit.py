@@ -13,34 +13,34 @@ from click.testing import CliRunner
 
 from myaccel.cli.main import cli
 from myaccel.errors import SandboxError, ToolMissing, UsageError
-from myaccel.server.sandbox import (
-    SANDBOX_SCHEMA,
-    SOCKET_PATH_MAX_BYTES,
-    ActiveConfig,
-    DatadirMarkers,
-    OptionLine,
-    Sandbox,
-    SandboxState,
+from myaccel.server.flavors import adapter_for
+from myaccel.server.sandbox import SANDBOX_SCHEMA, ActiveConfig, Sandbox, SandboxState
+from myaccel.server.sandbox.datadir import DatadirMarkers, check_compatible, detect_datadir
+from myaccel.server.sandbox.install import (
     ServerInstall,
-    canonical_key,
-    check_compatible,
-    check_sets,
-    compose_option_file,
-    detect_datadir,
-    drop_reason,
     find_server,
     init_argv,
-    parse_sets,
     parse_version_output,
-    pid_alive,
-    port_in_use,
-    read_server_options,
     server_argv,
-    server_groups,
+)
+from myaccel.server.sandbox.layout import (
+    SOCKET_PATH_MAX_BYTES,
+    port_in_use,
     socket_path_for,
     validate_name,
     validate_port,
 )
+from myaccel.server.sandbox.options import (
+    OptionLine,
+    canonical_key,
+    check_sets,
+    compose_option_file,
+    drop_reason,
+    parse_sets,
+    read_server_options,
+    server_groups,
+)
+from myaccel.server.sandbox.process import pid_alive
 
 MARIADB_1011 = (
     "/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)"
@@ -75,7 +75,8 @@ PERCONA_80 = (
 )
 def test_parse_version_output(text: str, flavor: str, number: str, mm: str) -> None:
     v = parse_version_output(text)
-    assert (v.flavor, v.number, v.major_minor) == (flavor, number, mm)
+    # the sandbox flavor (Percona Server runs as mysql) is the adapter's
+    assert (adapter_for(v).name, v.text, v.series) == (flavor, number, mm)
 
 
 def test_parse_version_output_garbage() -> None:
@@ -152,7 +153,7 @@ def test_find_server_mysql_basedir(tmp_path: Path) -> None:
     (tmp_path / "lib" / "plugin").mkdir(parents=True)
     inst = find_server(tmp_path)
     assert inst.flavor == "mysql"
-    assert inst.version.number == "8.0.36"
+    assert inst.version.text == "8.0.36"
     assert inst.binary == tmp_path / "bin" / "mysqld"
     assert inst.custom
     assert inst.install_db is None

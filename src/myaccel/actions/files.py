@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from myaccel.actions.errors import ApplyError
 from myaccel.artifacts import fsync_dir
 from myaccel.errors import UsageError
+from myaccel.server.optionfile import normalize_key
 
 log = logging.getLogger(__name__)
 
@@ -403,7 +404,7 @@ class ManagedFile:
 
     def normalize_key(self, key: str) -> str:
         if self.style == "mycnf":
-            return key.strip().replace("-", "_").lower()
+            return normalize_key(key)
         return key.strip()
 
     def load(self) -> dict[str, dict[str, str]]:

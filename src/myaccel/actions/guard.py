@@ -24,6 +24,7 @@ from myaccel.knobs.catalog import FLAVOR_LABELS, Catalog, ResolvedKnob, ServerKn
 from myaccel.knobs.values import KnobValue, format_size
 from myaccel.model import Facts
 from myaccel.rules.model import Plan, Recommendation, target_knob
+from myaccel.server.optionfile import normalize_key
 
 # Server variables are stored in at most 64 bits: nothing above fits any of them.
 U64_MAX = (1 << 64) - 1
@@ -329,7 +330,7 @@ def _source(k: ResolvedKnob) -> str:
 
 
 def _is_skip(target: str) -> bool:
-    key = target.rsplit("/", 1)[-1].strip().lower().replace("-", "_").removeprefix("loose_")
+    key = normalize_key(target.rsplit("/", 1)[-1], drop_loose=True)
     return target.startswith("mycnf:") and key.startswith(("skip_", "disable_"))
 
 

@@ -42,7 +42,8 @@ from myaccel.cli.bench import (
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import RunProgress, note
 from myaccel.errors import Interrupted, UsageError
-from myaccel.server.sandbox import Sandbox, parse_sets, validate_name
+from myaccel.server.sandbox import Sandbox, parse_sets
+from myaccel.server.sandbox.layout import validate_name
 
 
 def sandbox_needs_creation(name: str, *, create: bool, explicit: bool) -> bool:

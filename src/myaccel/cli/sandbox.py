@@ -17,15 +17,15 @@ from rich.console import Console
 from rich.table import Table
 
 from myaccel.cli.ranges import TCP_PORT, TIMEOUT_S
+from myaccel.server.flavor import flavor_label
+from myaccel.server.flavors import Flavor
 from myaccel.server.sandbox import (
     DEFAULT_NAME,
     DEFAULT_TIMEOUT_S,
-    Flavor,
     Sandbox,
     SandboxStatus,
     SnapshotInfo,
     StartResult,
-    flavor_label,
     parse_sets,
 )
 from myaccel.units import format_bytes

@@ -24,6 +24,7 @@ from myaccel.errors import MyaccelError, UsageError
 from myaccel.knobs.formula import Formula, compile_formula
 from myaccel.knobs.values import KnobValue
 from myaccel.model import CpuFacts, MemoryFacts
+from myaccel.server.optionfile import normalize_key
 
 CATALOG_SCHEMA = "myaccel.knobs/1"
 DATA_PATH = Path(__file__).parent / "data" / "knobs.json"
@@ -221,4 +222,4 @@ def compiled_formula(text: str) -> Formula:
 
 
 def normalize_name(name: str) -> str:
-    return name.strip().replace("-", "_").lower()
+    return normalize_key(name)

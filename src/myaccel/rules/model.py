@@ -10,6 +10,7 @@ from pydantic import Field
 
 from myaccel.artifacts import artifact
 from myaccel.model import Frozen
+from myaccel.server.optionfile import normalize_key
 
 PLAN_SCHEMA = "myaccel.plan/1"
 
@@ -54,11 +55,7 @@ def target_knob(target: str) -> str | None:
             return None
     else:
         return None
-    name = name.strip().lower().replace("-", "_")
-    for prefix in ("loose_", "skip_", "enable_", "disable_"):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-    return name or None
+    return normalize_key(name, drop_loose=True, drop_modifier=True) or None
 
 
 class Skipped(Frozen):

@@ -1,11 +1,19 @@
-"""Server flavor and version from VERSION() and @@version_comment.
+"""Server flavor and version: the one parser for VERSION() strings and ``--version`` output.
 
-Tested against a table of real version strings (tests/fixtures/version_strings.json)."""
+Tested against a table of real version strings (tests/fixtures/version_strings.json). What a
+flavor does differently (initialize, start options, shutdown) is in ``server/flavors/``."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+FLAVOR_LABELS = {"mariadb": "MariaDB", "mysql": "MySQL", "percona": "Percona Server"}
+
+
+def flavor_label(flavor: str) -> str:
+    """``mariadb`` -> ``MariaDB``; an unknown flavor as it is."""
+    return FLAVOR_LABELS.get(flavor, flavor)
 
 
 @dataclass(frozen=True)
@@ -15,6 +23,8 @@ class ServerVersion:
     minor: int
     patch: int
     variant: str = ""  # e.g. "xtradb-cluster"
+    # the text it was read from (a VERSION() string, a ``--version`` line); not compared
+    raw: str = field(default="", compare=False)
 
     @property
     def text(self) -> str:
@@ -24,14 +34,20 @@ class ServerVersion:
     def series(self) -> str:
         return f"{self.major}.{self.minor}"
 
+    @property
+    def label(self) -> str:
+        """``MariaDB 10.11.19``."""
+        return f"{flavor_label(self.flavor)} {self.text}"
+
     def at_least(self, major: int, minor: int, patch: int = 0) -> bool:
         return (self.major, self.minor, self.patch) >= (major, minor, patch)
 
 
 _VER = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_BINARY_VER = re.compile(r"\bVer\s+(\S+)(.*)$")
 
 
-def parse_server_version(version: str, comment: str = "") -> ServerVersion | None:
+def parse_server_version(version: str, comment: str = "", *, raw: str = "") -> ServerVersion | None:
     """``10.11.6-MariaDB-0+deb12u1`` -> mariadb 10.11.6; ``8.0.35-27`` with a Percona
     comment -> percona 8.0.35. Returns None when no x.y.z is present."""
     v = version.strip()
@@ -53,15 +69,24 @@ def parse_server_version(version: str, comment: str = "") -> ServerVersion | Non
             variant = "xtradb-cluster"
     else:
         flavor = "mysql"
-    return ServerVersion(flavor, major, minor, patch, variant)
+    return ServerVersion(flavor, major, minor, patch, variant, raw=raw or version.strip())
+
+
+def binary_version_line(text: str) -> str:
+    """The line of ``mysqld --version`` output that holds the version (other lines are
+    warnings some builds print first)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return next((ln for ln in lines if " Ver " in f" {ln} "), lines[0] if lines else "")
 
 
 def parse_binary_version(text: str) -> ServerVersion | None:
-    """Parse ``mariadbd --version`` / ``mysqld --version`` output."""
+    """Parse ``mariadbd --version`` / ``mysqld --version`` output (None if it has no
+    ``Ver x.y.z``); ``raw`` is the version line."""
     # "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)"
     # "/usr/sbin/mysqld  Ver 8.0.36-0ubuntu0.22.04.1 for Linux on x86_64 ((Ubuntu))"
     # "mysqld  Ver 8.0.35-27 for Linux on x86_64 (Percona Server (GPL), Release 27, ...)"
-    m = re.search(r"Ver\s+(\S+)(.*)$", text.strip().splitlines()[0] if text.strip() else "")
+    line = binary_version_line(text)
+    m = _BINARY_VER.search(line)
     if not m:
         return None
-    return parse_server_version(m.group(1), m.group(2))
+    return parse_server_version(m.group(1), m.group(2), raw=line)

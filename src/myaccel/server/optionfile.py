@@ -9,14 +9,34 @@ equivalence in names.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# Option modifiers the server accepts before a name: ``--skip-X`` (= X off), ``--enable-X``,
+# ``--disable-X``; ``--loose-`` (ignore when unknown) may come before them.
+OPTION_MODIFIERS = ("skip_", "enable_", "disable_")
 
-def normalize_key(key: str) -> str:
-    """Option names treat ``-`` and ``_`` alike; we use ``_`` (the variable spelling)."""
-    return key.strip().replace("-", "_").lower()
+
+def normalize_key(
+    key: str, *, drop_loose: bool = False, drop_modifier: bool | Container[str] = False
+) -> str:
+    """The one spelling of an option or variable name: ``-`` and ``_`` alike (we use ``_``,
+    the variable spelling), lower case.
+
+    ``drop_loose`` also removes a ``loose_`` prefix; ``drop_modifier`` removes one of
+    ``skip_``/``enable_``/``disable_`` (``True``: always; a set of names: only when what
+    remains is one of them, so ``skip_name_resolve`` stays a name of its own)."""
+    k = key.strip().replace("-", "_").lower()
+    if drop_loose:
+        k = k.removeprefix("loose_")
+    if drop_modifier is False:
+        return k
+    for m in OPTION_MODIFIERS:
+        rest = k[len(m) :]
+        if k.startswith(m) and (isinstance(drop_modifier, bool) or rest in drop_modifier):
+            return rest
+    return k
 
 
 def _unquote(value: str) -> str:

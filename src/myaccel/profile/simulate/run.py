@@ -30,7 +30,8 @@ from myaccel.profile.simulate.request import (
 )
 from myaccel.profile.simulate.valgrind import TOP_N, valgrind_version
 from myaccel.profile.simulate.window import SHUTDOWN_TIMEOUT_S, admin_target, assemble, one_run
-from myaccel.server.sandbox import ActiveConfig, Sandbox, check_sets, find_server
+from myaccel.server.sandbox import ActiveConfig, Sandbox, find_server
+from myaccel.server.sandbox.options import check_sets
 
 
 def _noop(_msg: str) -> None:

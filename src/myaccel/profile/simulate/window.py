@@ -33,7 +33,8 @@ from myaccel.profile.simulate.valgrind import (
     valgrind_argv,
 )
 from myaccel.server.connection import ConnectParams
-from myaccel.server.sandbox import Sandbox, parse_version_output
+from myaccel.server.sandbox import Sandbox
+from myaccel.server.sandbox.install import parse_version_output
 
 SHUTDOWN_TIMEOUT_S = 300.0
 # Pause after a client exits so that the server has handled its COM_QUIT.

@@ -1,0 +1,160 @@
+"""What a sandbox is and what its commands return: ``state.json`` (``SandboxState``, schema
+``myaccel.sandbox/1``) with its active configuration, and the status/start/stop/snapshot
+results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from myaccel.server.flavors import Flavor
+from myaccel.server.sandbox.options import Override
+
+SANDBOX_SCHEMA = "myaccel.sandbox/1"
+SNAPSHOT_SCHEMA = "myaccel.sandbox-snapshot/1"
+BENCH_USER = "sbtest"
+BENCH_DATABASE = "sbtest"
+ADMIN_USER = "root"
+
+RunState = Literal["running", "stopped", "crashed"]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class ActiveConfig(BaseModel):
+    """The configuration the server runs (or last ran) with; empty = the base config."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config_file: str | None = None
+    sets: dict[str, str] = {}
+    basedir: str | None = None  # another build of the same version (A/B of builds)
+    binary: str | None = None
+    version: str | None = None  # version string of the binary that runs it
+    overridden: list[str] = []
+    started_at: str | None = None
+    wrapper: list[str] = []  # argv prefix the server runs under (valgrind), [] = none
+
+    @property
+    def is_base(self) -> bool:
+        return self.config_file is None and not self.sets and self.basedir is None
+
+    def describe(self) -> str:
+        if self.is_base:
+            return "base"
+        parts = []
+        if self.basedir:
+            parts.append(f"basedir {self.basedir}")
+        if self.config_file:
+            parts.append(self.config_file)
+        parts += [f"{k}={v}" for k, v in self.sets.items()]
+        if self.wrapper:
+            parts.append(f"under {Path(self.wrapper[0]).name}")
+        return ", ".join(parts)
+
+
+class SandboxState(BaseModel):
+    """``state.json``: everything needed to run the sandbox again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: str = SANDBOX_SCHEMA
+    name: str
+    flavor: Flavor
+    version: str  # x.y.z of the server that created the datadir
+    version_string: str
+    binary: str
+    basedir: str
+    custom_basedir: bool = False
+    install_db: str | None = None
+    port: int
+    socket: str
+    socket_fallback: bool = False
+    datadir: str
+    created_at: str
+    bench_user: str = BENCH_USER
+    bench_password: str
+    bench_database: str = BENCH_DATABASE
+    active_config: ActiveConfig = ActiveConfig()
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    name: str
+    state: RunState
+    pid: int | None
+    port: int
+    socket: str
+    version: str
+    datadir: str
+    active_config: ActiveConfig
+    flavor: str = ""
+    binary: str = ""
+    error_log: str = ""
+    option_file: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "pid": self.pid,
+            "flavor": self.flavor,
+            "version": self.version,
+            "port": self.port,
+            "socket": self.socket,
+            "datadir": self.datadir,
+            "binary": self.binary,
+            "error_log": self.error_log,
+            "option_file": self.option_file,
+            "active_config": self.active_config.model_dump(),
+        }
+
+
+@dataclass(frozen=True)
+class StartResult:
+    already_running: bool
+    pid: int
+    port: int
+    socket: str
+    duration_s: float
+    overridden: tuple[Override, ...] = ()
+    cleaned: tuple[str, ...] = ()  # stale files of a crashed server we removed
+    message: str = ""
+    config_has_server_options: bool = True
+
+
+@dataclass(frozen=True)
+class StopResult:
+    was_running: bool
+    killed: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    name: str
+    path: str
+    size_bytes: int
+    created_at: str
+    version: str = ""
+    active_config: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "size_bytes": self.size_bytes,
+            "created_at": self.created_at,
+            "version": self.version,
+            "active_config": self.active_config,
+        }
