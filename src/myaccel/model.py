@@ -139,10 +139,14 @@ class KernelFacts(Frozen):
 # ---------------------------------------------------------------- storage and network
 
 
+STORAGE_MEASURE_SCHEMA = "myaccel.storage-measure/1"
+
+
+@artifact(STORAGE_MEASURE_SCHEMA)
 class StorageMeasurement(Frozen):
     """What the datadir's device sustained in a short fio run (``facts/iomeasure.py``)."""
 
-    schema_version: str = "myaccel.storage-measure/1"
+    schema_version: str = STORAGE_MEASURE_SCHEMA
     tool: str  # "fio 3.33"
     measured_at: str
     scratch_dir: str  # where the scratch file lived (removed afterwards)

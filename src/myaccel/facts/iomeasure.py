@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from myaccel import proc
+from myaccel import artifacts, proc
 from myaccel.errors import MyaccelError, ProcessFailed, UsageError
 from myaccel.model import Fact, StorageFacts, StorageMeasurement, known, unknown
 from myaccel.paths import myaccel_home
@@ -156,9 +156,9 @@ def _cache_path(key: str, cache_dir: Path | None) -> Path:
 def read_cached(key: str, cache_dir: Path | None = None) -> StorageMeasurement | None:
     path = _cache_path(key, cache_dir)
     try:
-        m = StorageMeasurement.model_validate_json(path.read_text())
+        m = artifacts.load(path, StorageMeasurement)
         age = dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(m.measured_at)
-    except (OSError, ValueError):
+    except (MyaccelError, ValueError):
         return None
     if age.total_seconds() > CACHE_MAX_AGE_S or m.device_key != key:
         return None
@@ -169,9 +169,7 @@ def _write_cache(m: StorageMeasurement, cache_dir: Path | None) -> None:
     path = _cache_path(m.device_key, cache_dir)
     with contextlib.suppress(OSError):  # a cache that cannot be written is only a cache
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(m.model_dump_json(indent=2) + "\n")
-        os.replace(tmp, path)
+        artifacts.save(path, m)
 
 
 def _check_space(scratch_dir: Path, file_size_bytes: int) -> None:

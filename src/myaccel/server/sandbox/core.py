@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from pydantic import ValidationError
 
+from myaccel import artifacts
 from myaccel.errors import MyaccelError, SandboxError
 from myaccel.server.connection import ConnectParams, connect, query_rows
 from myaccel.server.flavor import parse_binary_version
@@ -195,13 +196,7 @@ class SandboxCore:
         self.state = self._read_state(self.name, self.home)
 
     def _save_state(self) -> None:
-        tmp = self.state_file.with_suffix(".json.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(self.state.model_dump_json(indent=2) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.state_file)
+        artifacts.save(self.state_file, self.state, private=True)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

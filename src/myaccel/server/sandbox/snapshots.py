@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from myaccel import proc
+from myaccel import artifacts, proc
 from myaccel.errors import SandboxError
 from myaccel.server.sandbox.core import COPY_TIMEOUT_S, DEFAULT_TIMEOUT_S, Progress, noop
 from myaccel.server.sandbox.layout import validate_name
@@ -95,7 +95,7 @@ class SandboxSnapshots(SandboxLifecycle):
                     )
                     meta = {"schema_version": SNAPSHOT_SCHEMA, **info.to_dict()}
                     meta["flavor"] = self.state.flavor
-                    (tmp / "snapshot.json").write_text(json.dumps(meta, indent=2) + "\n")
+                    artifacts.save_document(tmp / "snapshot.json", meta)
                     os.rename(tmp, target)
                 except BaseException:
                     shutil.rmtree(tmp, ignore_errors=True)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from myaccel.artifacts import artifact
 from myaccel.server.flavors import Flavor
 from myaccel.server.sandbox.options import Override
 
@@ -59,6 +60,7 @@ class ActiveConfig(BaseModel):
         return ", ".join(parts)
 
 
+@artifact(SANDBOX_SCHEMA)
 class SandboxState(BaseModel):
     """``state.json``: everything needed to run the sandbox again."""
 
