@@ -126,6 +126,19 @@ def code_huge_pages(ctx: RuleContext) -> list[Recommendation]:
     ]
 
 
+def _buffer_pool_for_numa(ctx: RuleContext) -> tuple[int, str]:
+    """The buffer pool the placement must hold, and where that figure comes from. Without
+    server facts there is none to read: assume a dedicated server's pool, 75% of the memory
+    budget (MySQL's innodb_dedicated_server rule), rather than 0 bytes, which would bind a
+    many-node machine to its first node."""
+    if ctx.facts.server is not None:
+        return ctx.planned_bytes("innodb_buffer_pool_size"), "the planned buffer pool"
+    mem = ctx.facts.memory.effective_limit_bytes.value or ctx.facts.memory.total_bytes.value
+    if not mem:
+        raise Skip("no server facts and memory size unknown: cannot size the buffer pool")
+    return int(mem * 0.75), "no server facts: a dedicated server's pool, 75% of memory"
+
+
 @rule(
     "numa-binding",
     "numa",
@@ -139,9 +152,7 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
     nodes = ctx.facts.cpu.numa_nodes.value or []
     if len(nodes) < 2:
         raise Skip("single NUMA node")
-    bp = 0
-    if ctx.facts.server is not None:
-        bp = ctx.planned_bytes("innodb_buffer_pool_size")
+    bp, bp_why = _buffer_pool_for_numa(ctx)
     need = 0
     mem = 0
     for nd in nodes:
@@ -166,7 +177,10 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
                 current=cur,
                 proposed=f"cpus {cpus}; memory bind nodes {node_list}",
                 rationale=f"the buffer pool ({bp / 2**30:.0f} GiB) fits in {need} of {len(nodes)} nodes",
-                evidence={"cpu.numa_nodes": str(len(nodes)), "innodb_buffer_pool_size": str(bp)},
+                evidence={
+                    "cpu.numa_nodes": str(len(nodes)),
+                    "innodb_buffer_pool_size": f"{bp} ({bp_why})",
+                },
                 expected_effect="seed 002: +40% point-select QPS on a 4-node Kunpeng 920; ~+10% typical",
                 effect_source="seeds/002",
                 risk="restart",
@@ -184,7 +198,10 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
                 current=cur,
                 proposed="interleave all nodes",
                 rationale="the buffer pool needs every node's memory: spread it evenly instead of filling node 0",
-                evidence={"cpu.numa_nodes": str(len(nodes)), "innodb_buffer_pool_size": str(bp)},
+                evidence={
+                    "cpu.numa_nodes": str(len(nodes)),
+                    "innodb_buffer_pool_size": f"{bp} ({bp_why})",
+                },
                 expected_effect="even memory bandwidth, no remote-allocation hot spot",
                 effect_source="seeds/002; MySQL innodb_numa_interleave",
                 risk="restart",
@@ -270,9 +287,13 @@ def irq_affinity(ctx: RuleContext) -> list[Recommendation]:
 def prefetch(ctx: RuleContext) -> list[Recommendation]:
     """Database access is random; aggressive hardware prefetchers waste memory bandwidth.
     Kunpeng has a prefetch policy control (openEuler module or BIOS), Intel an MSR; on
-    other CPUs it is a firmware matter."""
+    other CPUs it is a firmware matter. All of these belong to the host: a guest (a cloud
+    instance, a VM) cannot carry them out, so it gets no such advice."""
+    hv = ctx.facts.cpu.hypervisor
+    if hv.known and hv.value not in (None, "none"):
+        raise Skip(f"a guest ({hv.value}: {hv.source}): the prefetch policy belongs to the host")
     fam = ctx.facts.cpu.family.value or ""
-    if fam == "kunpeng920":
+    if fam in ("kunpeng920", "hisilicon-hip09", "hisilicon-hip12"):
         how = "openEuler prefetch_tuning module (/sys/class/misc/prefetch/policy) or the BIOS"
     elif fam == "x86-intel":
         how = "MSR 0x1A4 (wrmsr) or the BIOS"
@@ -290,7 +311,10 @@ def prefetch(ctx: RuleContext) -> list[Recommendation]:
             proposed=f"A/B a random-access-friendly prefetch policy via {how}",
             action="advisory",
             rationale="sysbench-like random access gains little from stream prefetchers",
-            evidence={"cpu.family": fam},
+            evidence={
+                "cpu.family": fam,
+                "cpu.hypervisor": str(hv.value) if hv.known else f"unknown ({hv.unknown})",
+            },
             expected_effect="a few % (seeds/000 and seeds/001 tune the chip's prefetch policy)",
             effect_source="seeds/000, seeds/001",
             risk="reboot",
