@@ -1,0 +1,232 @@
+"""Every server rule's effect measured on its own, and the plan against an expert's
+configuration: interleaved `myaccel ab` runs on one sandbox, printed as tables.
+
+Usage:
+  .venv/bin/python scripts/rule_ablation.py SANDBOX ablate  [options]
+  .venv/bin/python scripts/rule_ablation.py SANDBOX expert  [options]
+
+`ablate`: the sandbox is probed (storage measured) and planned; for each applicable
+server recommendation (a rule with its `-max` companion counts as one), `myaccel ab` runs
+the plan without it (baseline) against the whole plan (candidate) at the concurrency and on
+the workload the rule's rationale names (`CELLS`). A rule the plan skips on this machine
+can be measured too (`--include server-thread-pool`): then the plan is the baseline and
+the plan plus that rule's setting the candidate, which shows whether the skip is right.
+
+`expert`: the plan with storage measured (candidate) against an expert's configuration
+(`innodb_io_capacity=2000`, 2 GiB redo, 4 GiB buffer pool, thread pool) and against the
+plan made without the measurement (the rotational flag only), on write-only and
+read-write.
+
+Options: --runs N (per arm, default 6), --time S (20), --warmup S (10), --tables N (16),
+--table-size N (100000), --threads N (16, for cells without their own), --out DIR,
+--include ID[,ID], --only ID[,ID].
+
+Each `myaccel ab` leaves its results directory (runs, comparison.json, report.md) under
+--out; the tables printed at the end are read from those comparison.json files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from myaccel import artifacts
+from myaccel.accelerate import server_option_lines
+from myaccel.bench.compare import CellResult, Comparison
+from myaccel.facts.collect import collect_facts
+from myaccel.facts.iomeasure import with_measurement
+from myaccel.model import Facts
+from myaccel.rules.engine import Hints, make_plan
+from myaccel.rules.model import Plan
+from myaccel.server.sandbox import Sandbox
+
+# The cell each rule's rationale names: (workload, threads).
+CELLS: dict[str, tuple[str, int]] = {
+    "server-buffer-pool-size": ("ro", 16),
+    "server-buffer-pool-instances": ("ro", 16),
+    "server-redo-capacity": ("wo", 16),
+    "server-log-buffer": ("wo", 16),
+    "server-io-capacity": ("wo", 16),
+    "server-flush-neighbors": ("wo", 16),
+    "server-flush-method": ("wo", 16),
+    "server-io-threads": ("wo", 16),
+    "server-thread-pool": ("rw", 128),
+    "server-max-connections": ("rw", 128),
+}
+# What a rule the plan skips here would set, to measure that skip (--include).
+FORCED: dict[str, list[str]] = {
+    "server-thread-pool": ["thread_handling = pool-of-threads"],
+}
+EXPERT = [
+    "innodb_io_capacity = 2000",
+    "innodb_log_file_size = 2G",
+    "innodb_buffer_pool_size = 4G",
+    "thread_handling = pool-of-threads",
+]
+
+
+@dataclass
+class Arm:
+    label: str
+    lines: list[str]
+
+
+def _facts(sb: Sandbox, measure: bool) -> Facts:
+    facts = collect_facts(server=sb.connect_params(), server_required=True)
+    if measure:
+        storage = with_measurement(facts.storage, say=lambda m: print(f"# {m}", flush=True))
+        facts = facts.model_copy(update={"storage": storage})
+    return facts
+
+
+def _plan(facts: Facts, threads: int) -> tuple[Plan, dict[str, str]]:
+    plan = make_plan(facts, layers=["server"], hints=Hints(threads=threads))
+    lines, applied, _left = server_option_lines(plan, facts)
+    return plan, {r.id: line for r, line in zip(applied, lines, strict=True)}
+
+
+def _groups(by_id: dict[str, str]) -> dict[str, list[str]]:
+    """Recommendation ids grouped by rule (``server-io-capacity-max`` goes with
+    ``server-io-capacity``)."""
+    groups: dict[str, list[str]] = {}
+    for rid in by_id:
+        owner = next((g for g in groups if rid.startswith(g + "-")), rid)
+        groups.setdefault(owner, []).append(rid)
+    return groups
+
+
+def _write(path: Path, label: str, lines: list[str]) -> Path:
+    path.write_text(
+        f"# {label} (scripts/rule_ablation.py)\n[mysqld]\n" + "".join(f"{x}\n" for x in lines)
+    )
+    return path
+
+
+def _ab(
+    sandbox: str,
+    base: Arm,
+    cand: Arm,
+    workload: str,
+    threads: int,
+    out: Path,
+    a: argparse.Namespace,
+) -> Comparison:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    bcnf = _write(out.parent / f"{out.name}.baseline.cnf", base.label, base.lines)
+    ccnf = _write(out.parent / f"{out.name}.candidate.cnf", cand.label, cand.lines)
+    exe = str(Path(sys.executable).with_name("myaccel"))
+    cmd = [
+        exe, "ab", "--sandbox", sandbox, "--baseline", str(bcnf), "--candidate", str(ccnf),
+        *[x for w in workload.split(",") for x in ("-w", w)], "-t", str(threads), "--tables", str(a.tables), "--table-size", str(a.table_size),
+        "--runs", str(a.runs), "--time", str(a.time), "--warmup", str(a.warmup), "--out", str(out),
+    ]  # fmt: skip
+    print("$", " ".join(cmd), flush=True)
+    t0 = time.monotonic()
+    rc = subprocess.call(cmd)
+    print(f"# exit {rc} after {time.monotonic() - t0:.0f} s", flush=True)
+    if not (out / "comparison.json").exists():
+        sys.exit(f"error: myaccel ab exited {rc} without a comparison (see its output above)")
+    return artifacts.load(out / "comparison.json", Comparison)
+
+
+def _row(label: str, setting: str, c: CellResult) -> str:
+    def pct(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:+.1f}%"
+
+    ci = f"[{pct(c.ci_low_pct)}, {pct(c.ci_high_pct)}]"
+    p = "n/a" if c.p_adjusted is None else f"{c.p_adjusted:.3f}"
+    med = lambda v: "n/a" if v is None else f"{v:,.1f}"  # noqa: E731
+    return (
+        f"| {label} | {setting} | {c.workload} x {c.threads} | {med(c.baseline_tps_median)} | "
+        f"{med(c.candidate_tps_median)} | {pct(c.delta_pct)} | {ci} | {p} | {c.verdict} |"
+    )
+
+
+def ablate(a: argparse.Namespace) -> None:
+    sb = Sandbox.load(a.sandbox)
+    facts = _facts(sb, measure=True)
+    include = {x for x in (a.include or "").split(",") if x}
+    only = {x for x in (a.only or "").split(",") if x}
+    rows: list[str] = []
+    for threads in sorted({t for _, t in CELLS.values()} | {a.threads}):
+        plan, by_id = _plan(facts, threads)
+        groups = _groups(by_id)
+        todo = {
+            g: ids for g, ids in groups.items() if CELLS.get(g, ("rw", a.threads))[1] == threads
+        }
+        todo.update(
+            {g: [] for g in include if g not in groups and CELLS.get(g, ("rw", 0))[1] == threads}
+        )
+        for rule, ids in todo.items():
+            if only and rule not in only:
+                continue
+            workload, t = CELLS.get(rule, ("rw", a.threads))
+            full = list(by_id.values())
+            if ids:
+                without = [line for rid, line in by_id.items() if rid not in ids]
+                base, cand = Arm(f"plan without {rule}", without), Arm("plan", full)
+                setting = "; ".join(by_id[i] for i in ids)
+            else:
+                skipped = next((s.reason for s in plan.skipped if s.id == rule), "skipped")
+                print(f"# {rule} is skipped by the plan here ({skipped}): measuring the skip")
+                base, cand = Arm("plan", full), Arm(f"plan with {rule}", full + FORCED[rule])
+                setting = "; ".join(FORCED[rule]) + " (skipped by the plan)"
+            cmp_ = _ab(a.sandbox, base, cand, workload, t, a.out / rule, a)
+            rows += [_row(rule, setting, c) for c in cmp_.cells]
+    print()
+    print(
+        "| rule | setting | cell | without (TPS) | with (TPS) | with vs without | 95% CI | p (Holm) | verdict |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+def expert(a: argparse.Namespace) -> None:
+    sb = Sandbox.load(a.sandbox)
+    measured_plan = _plan(_facts(sb, measure=True), a.threads)[1]
+    flag_plan = _plan(_facts(sb, measure=False), a.threads)[1]
+    new = Arm("plan (storage measured)", list(measured_plan.values()))
+    rows: list[str] = []
+    for label, other in (
+        ("expert", Arm("expert", EXPERT)),
+        ("plan from the rotational flag", Arm("plan (rotational flag)", list(flag_plan.values()))),
+    ):
+        tag = "expert" if label == "expert" else "flag-plan"
+        cmp_ = _ab(a.sandbox, other, new, "wo,rw", a.threads, a.out / f"vs-{tag}", a)
+        setting = "; ".join(other.lines) or "(defaults)"
+        rows += [_row(f"plan vs {label}", setting, c) for c in cmp_.cells]
+    print()
+    print("new plan: " + "; ".join(new.lines))
+    print(
+        "| comparison | baseline settings | cell | baseline (TPS) | plan (TPS) | plan vs baseline | 95% CI | p (Holm) | verdict |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sandbox")
+    ap.add_argument("mode", choices=["ablate", "expert"])
+    ap.add_argument("--runs", type=int, default=6)
+    ap.add_argument("--time", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--tables", type=int, default=16)
+    ap.add_argument("--table-size", type=int, default=100_000)
+    ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--out", type=Path, default=Path("ablation-results"))
+    ap.add_argument("--include", default="")
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    a.out = a.out.resolve()
+    if a.out.exists() and any(a.out.iterdir()):
+        sys.exit(f"error: {a.out} is not empty (hint: pass a new --out DIR)")
+    (ablate if a.mode == "ablate" else expert)(a)
+
+
+if __name__ == "__main__":
+    main()
