@@ -196,3 +196,27 @@ def test_accelerate_prints_a_verdict_per_cell(my: My, tmp_path: Path) -> None:
         assert f"| {c['workload']} |" in stdout
     assert (out / "report.md").is_file()
     assert "mysql 9.7" in (out / "report.md").read_text().lower()
+
+
+def test_profile_shows_mysqld_frames(my: My, tmp_path: Path) -> None:
+    from myaccel import proc
+    from myaccel.errors import ToolMissing
+    from myaccel.profile import record
+
+    try:
+        record.require_tools()
+    except ToolMissing as exc:
+        pytest.skip(f"{exc.message}: {exc.hint}")
+    if proc.which("sysbench") is None:
+        pytest.skip("sysbench not installed")
+    out = tmp_path / "prof"
+    code, stdout, stderr = my.run(
+        "profile", "--sandbox", NAME, "--duration", "5", "--workload", "quick",
+        "--threads", "2", "--tables", "1", "--table-size", "2000", "--cleanup",
+        "--out", str(out),
+    )  # fmt: skip
+    assert code == 0, stdout + stderr
+    folded = (out / "profile.folded").read_text()
+    # mysqld's own functions, resolved (Debian's mysqld keeps its symbols)
+    assert "do_command [mysqld]" in folded, folded[:500]
+    assert "mysqld" in (out / "flamegraph.svg").read_text()

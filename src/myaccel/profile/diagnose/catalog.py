@@ -48,7 +48,7 @@ FINDINGS: dict[str, FindingText] = {
         "Seed 002 saw very uneven per-CPU load across the 4 nodes of a Kunpeng and "
         "gained +40% by binding mysqld with numactl.",
         confirm="mpstat -P ALL 1 (or sar -P ALL) per CPU grouped by node; numastat -p "
-        "$(pidof mariadbd) for memory per node; /proc/PID/status Cpus_allowed_list. "
+        "$(pidof mariadbd || pidof mysqld) for memory per node; /proc/PID/status Cpus_allowed_list. "
         "After binding, load is even inside the bound nodes and QPS rises.",
     ),
     "frontend-bound": FindingText(
@@ -94,7 +94,7 @@ FINDINGS: dict[str, FindingText] = {
         likely_cause="Many more runnable connection threads than cores block on contended mutexes "
         "and condition variables (futex) and get switched in and out; the CPU goes "
         "to wakeups, switches and cold caches instead of queries.",
-        confirm="pidstat -w -t -p $(pidof mariadbd) 1 (cswch/s, nvcswch/s per thread); "
+        confirm="pidstat -w -t -p $(pidof mariadbd || pidof mysqld) 1 (cswch/s, nvcswch/s per thread); "
         "vmstat 1 (cs column); perf top share of futex_wait/__schedule. After the "
         "change, switches per second drop and throughput holds or rises.",
     ),

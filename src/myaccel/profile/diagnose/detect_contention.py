@@ -214,8 +214,8 @@ def scheduler_churn(c: Context) -> Finding | None:
         rules.append(
             raise_rule(
                 "server-thread-concurrency",
-                "MySQL Community has no thread pool; innodb_thread_concurrency caps the "
-                "threads inside InnoDB",
+                "myaccel plans no MySQL thread pool (a plugin); innodb_thread_concurrency "
+                "caps the threads inside InnoDB",
             )
         )
     if th == "pool-of-threads":
