@@ -95,11 +95,6 @@ def accelerate(opts: AccelerateOptions) -> None:
         conn = opts.connection
         target: pipeline.SandboxTarget | pipeline.ExistingServer
         if conn.given and conn.sandbox is None:
-            if not opts.yes and not sys.stdin.isatty():
-                # refused before the baseline runs (it used to be after them)
-                raise UsageError(
-                    "applying to an existing server needs confirmation", hint="pass --yes"
-                )
             target = pipeline.ExistingServer(
                 params=resolve(conn),
                 unit=opts.server_unit,
