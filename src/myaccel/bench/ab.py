@@ -29,6 +29,7 @@ from myaccel.bench.runner import RunSpec, connection_args, preflight, run_sysben
 from myaccel.bench.session import (
     BenchProgress,
     CampaignSetup,
+    cell_spec,
     finish_campaign,
     open_campaign,
     require_valid_runs,
@@ -148,15 +149,8 @@ def run_campaign(
         arm = plan.arms[arm_name]
         rnd = visit // 2
         for w, t in prof.cells:
-            spec = RunSpec(
-                workload=w,
-                threads=t,
-                duration_s=prof.duration_s,
-                warmup_s=prof.warmup_s,
-                tables=prof.tables,
-                table_size=prof.table_size,
-                report_interval_s=prof.report_interval_s,
-                rand_type=prof.rand_type,
+            spec = replace(
+                cell_spec(prof, w, t),
                 seed=plan.seed_base + rnd,  # paired: both arms of a round share the seed
                 ps_mode=plan.ps_mode,
                 client_cpus=plan.client_cpus,
@@ -328,18 +322,8 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
     admin, bench_p = sb.connect_params(), sb.bench_params(tcp=False)
     sinfo, _ = server_info(admin)
     prof = size_dataset(req.profile, req.dataset, int(sinfo.get("buffer_pool_bytes") or 0))
-    preflight(
-        admin,
-        RunSpec(
-            workload=prof.workloads[0],
-            threads=max(prof.threads),
-            duration_s=1,
-            warmup_s=0,
-            tables=prof.tables,
-            table_size=prof.table_size,
-            ps_mode=req.ps_mode,
-        ),
-    )
+    biggest = cell_spec(prof, prof.workloads[0], max(prof.threads))
+    preflight(admin, replace(biggest, duration_s=1, warmup_s=0, ps_mode=req.ps_mode))
     ensure_dataset(admin, bench_p, prof, cleanup=req.cleanup, note=note)
     sb.stop()
     if any(s.name == SNAPSHOT for s in sb.snapshot_list()):

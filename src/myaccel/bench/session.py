@@ -47,6 +47,21 @@ class BenchProgress(Protocol):
         """The current run ended and was recorded."""
 
 
+def cell_spec(prof: Profile, workload: str, threads: int) -> RunSpec:
+    """A run of one cell as the profile defines it; callers ``replace`` the rest (seed,
+    client placement, prepared statements)."""
+    return RunSpec(
+        workload=workload,
+        threads=threads,
+        duration_s=prof.duration_s,
+        warmup_s=prof.warmup_s,
+        tables=prof.tables,
+        table_size=prof.table_size,
+        report_interval_s=prof.report_interval_s,
+        rand_type=prof.rand_type,
+    )
+
+
 @dataclass(frozen=True)
 class Resume:
     """An existing campaign of the same dataset and configuration that ``--out`` extends."""
@@ -263,15 +278,8 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
     )
     t_start = time.monotonic()
     specs = [
-        RunSpec(
-            workload=w,
-            threads=t,
-            duration_s=prof.duration_s,
-            warmup_s=prof.warmup_s,
-            tables=prof.tables,
-            table_size=prof.table_size,
-            report_interval_s=prof.report_interval_s,
-            rand_type=prof.rand_type,
+        replace(
+            cell_spec(prof, w, t),
             ps_mode=req.ps_mode,
             ignore_errors=req.ignore_errors,
             client_cpus=req.pin_client,

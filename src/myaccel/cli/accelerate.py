@@ -92,7 +92,7 @@ def accelerate(opts: AccelerateOptions) -> None:
     with terminate_as_interrupt():
         # every check before anything is written, started or created
         prof = build_profile(opts.profile_options())
-        conn = opts.connection
+        conn = opts.conn
         target: pipeline.SandboxTarget | pipeline.ExistingServer
         if conn.given and conn.sandbox is None:
             target = pipeline.ExistingServer(

@@ -104,7 +104,7 @@ def apply(opts: ApplyOptions) -> None:
     dry_run = opts.dry_run
     only = _split_ids(opts.only)
     check_only(plan, only)
-    handle = _handle(opts.connection, opts.conf_dir, opts.server_unit)
+    handle = _handle(opts.conn, opts.conf_dir, opts.server_unit)
     facts = collect_facts(
         "/", server=handle.params, server_required=handle.params is not None, perf_live_test=False
     )
@@ -267,7 +267,7 @@ def rollback_cmd(opts: RollbackOptions) -> None:
         return
     path = Path(opts.journal_file) if opts.journal_file else journal_in_effect(jdir)
     journal = Journal.load(path, verify_checksum=not opts.ignore_checksum)
-    handle = _rollback_handle(path, journal, opts.connection)
+    handle = _rollback_handle(path, journal, opts.conn)
     started: list[bool] = []
 
     def before_revert(j: Journal) -> None:
@@ -329,7 +329,7 @@ def verify(opts: VerifyOptions) -> None:
         if not applied:
             raise UsageError("no applied journal to verify", hint="see: myaccel rollback --list")
         path = applied[-1]
-    handle = _rollback_handle(path, Journal.load(path), opts.connection)
+    handle = _rollback_handle(path, Journal.load(path), opts.conn)
     drift = verify_journal(path, connect=handle.connector() if handle and handle.params else None)
     if not drift:
         click.echo("no drift: every applied setting is in place")

@@ -228,7 +228,7 @@ def bench(opts: BenchOptions) -> None:
 
     prof = build_profile(opts.profile_options())
     pin = check_pin_client(opts.pin_client)
-    bench_p, admin_p, pid = targets(opts.connection)
+    bench_p, admin_p, pid = targets(opts.conn)
     result = run_bench(
         BenchRequest(
             bench=bench_p,

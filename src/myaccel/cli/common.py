@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import click
@@ -38,28 +38,22 @@ def server_options(f: F) -> F:
 
 @dataclass(frozen=True, kw_only=True)
 class ServerOptions:
-    """The values of ``server_options`` (None: not given). Commands' options classes
-    extend it."""
+    """The values of ``server_options``; a command's options class extends it."""
 
-    host: str | None = None
-    port: int | None = None
-    socket: str | None = None
-    user: str | None = None
-    password: str | None = None
-    defaults_file: str | None = None
-    sandbox_name: str | None = None
+    conn: ConnectionOptions = field(default_factory=ConnectionOptions)
 
-    @property
-    def connection(self) -> ConnectionOptions:
-        return ConnectionOptions(
-            host=self.host,
-            port=self.port,
-            socket=self.socket,
-            user=self.user,
-            password=self.password,
-            defaults_file=self.defaults_file,
-            sandbox=self.sandbox_name,
-        )
+
+def connection_options(params: dict[str, Any]) -> ConnectionOptions:
+    """Pop the server options from a command's parameters."""
+    return ConnectionOptions(
+        host=params.pop("host", None),
+        port=params.pop("port", None),
+        socket=params.pop("socket", None),
+        user=params.pop("user", None),
+        password=params.pop("password", None),
+        defaults_file=params.pop("defaults_file", None),
+        sandbox=params.pop("sandbox_name", None),
+    )
 
 
 def options_into(

@@ -60,7 +60,7 @@ def plan(opts: PlanOptions) -> None:
     if opts.facts_file:
         facts = load_facts(opts.facts_file)
     else:
-        facts = collect_facts("/", server=resolve(opts.connection), server_required=True)
+        facts = collect_facts("/", server=resolve(opts.conn), server_required=True)
     from myaccel.profile.hints import plan_hints
     from myaccel.rules.knobview import knob_view_for
 

@@ -70,7 +70,7 @@ def probe(opts: ProbeOptions) -> None:
     if opts.schema:
         click.echo(json.dumps(Facts.model_json_schema(), indent=2))
         return
-    conn = opts.connection
+    conn = opts.conn
     params = None
     explicit = conn.given
     if not opts.no_server and (explicit or opts.sysroot == "/"):

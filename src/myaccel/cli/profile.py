@@ -219,7 +219,7 @@ def profile(opts: ProfileCommandOptions) -> None:
     from myaccel.profile.session import ProfileRequest, run_profile
 
     validate_options(float(opts.duration), int(opts.frequency))
-    target = resolve_target(opts.pid, opts.connection)
+    target = resolve_target(opts.pid, opts.conn)
     run = run_profile(
         ProfileRequest(
             target=target,
