@@ -59,12 +59,16 @@ def connection_options(params: dict[str, Any]) -> ConnectionOptions:
 def options_into(
     cls: type[OptionsT],
 ) -> Callable[[Callable[[OptionsT], None]], Callable[..., None]]:
-    """Hand a command its parsed options as one typed ``cls`` (a dataclass whose fields
-    are the command's parameter names): ``cls(**params)`` fails on a name that differs."""
+    """Hand a command its parsed options as one typed ``cls``: a dataclass whose fields
+    are the command's parameter names (``cls(**params)`` fails on a name that differs),
+    the server options gathered in ``conn`` for a ``ServerOptions``."""
+    server = issubclass(cls, ServerOptions)
 
     def wrap(f: Callable[[OptionsT], None]) -> Callable[..., None]:
         @functools.wraps(f)
         def command(**params: Any) -> None:
+            if server:
+                params["conn"] = connection_options(params)
             f(cls(**params))
 
         return command
