@@ -14,8 +14,7 @@ from types import FrameType
 import click
 
 from myaccel.bench import ab as ab_domain
-from myaccel.bench.campaign import load_runs
-from myaccel.bench.compare import Comparison, compare_runs, format_markdown
+from myaccel.bench.compare import Comparison, compare_paths, format_markdown
 from myaccel.bench.dataset import DATASET_KINDS
 from myaccel.bench.run_record import write_json_atomic
 from myaccel.bench.session import check_results_dir
@@ -24,7 +23,7 @@ from myaccel.cli.bench import SweepFlags, check_pin_client
 from myaccel.cli.common import command_line, options_into
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
-from myaccel.errors import Interrupted, UsageError
+from myaccel.errors import Interrupted
 
 
 def given_on_command_line(param: str) -> bool:
@@ -216,20 +215,9 @@ def compare(
     baseline: str, candidate: str | None, force: bool, as_json: bool, out_dir: str | None
 ) -> None:
     """Compare runs: two result directories (A then B), or one `ab` campaign's two arms."""
-    a = load_runs(Path(baseline))
-    if candidate is None:
-        base = [r for r in a if r.arm == "baseline"]
-        cand = [r for r in a if r.arm == "candidate"]
-        if not base or not cand:
-            raise UsageError(
-                f"'{baseline}' is not an A/B campaign with two arms",
-                hint="pass two result directories: myaccel compare BASELINE_DIR CANDIDATE_DIR",
-            )
-        labels = ("baseline", "candidate")
-    else:
-        base, cand = a, load_runs(Path(candidate))
-        labels = (Path(baseline).name or "A", Path(candidate).name or "B")
-    cmp = compare_runs(base, cand, baseline_label=labels[0], candidate_label=labels[1], force=force)
+    cmp = compare_paths(
+        Path(baseline), Path(candidate) if candidate is not None else None, force=force
+    )
     if candidate is not None and Path(baseline).resolve() == Path(candidate).resolve():
         note(f"warning: '{baseline}' is compared with itself: the result says nothing")
     elif any(w.startswith("both sides hold the same") for w in cmp.warnings):
