@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from myaccel import artifacts
-from myaccel.accelerate import server_option_lines
+from myaccel.accelerate.candidate import server_option_lines
 from myaccel.bench.compare import CellResult, Comparison
 from myaccel.facts.collect import collect_facts
 from myaccel.facts.iomeasure import with_measurement

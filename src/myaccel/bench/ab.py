@@ -1,22 +1,43 @@
 """Interleaved A/B campaigns on a sandbox: two configurations (or two server builds), one
 prepared dataset restored from a snapshot before every write-workload run, arms in ABBA
-order, paired seeds, identical client placement."""
+order, paired seeds, identical client placement.
+
+``run`` is the whole of ``myaccel ab`` (and the measuring step of ``accelerate``): the
+sandbox made or loaded, the dataset and its snapshot, the interleaved runs, the sandbox
+put back on its own configuration whatever happens, and the comparison."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from myaccel import proc
-from myaccel.bench.campaign import BenchContext, measure_run
+from myaccel.artifacts import save
+from myaccel.bench.campaign import BenchContext, measure_run, server_info
+from myaccel.bench.compare import Comparison, compare_runs
+from myaccel.bench.dataset import ensure_dataset, size_dataset
 from myaccel.bench.profiles import WRITE_WORKLOADS, Profile
 from myaccel.bench.run_record import RunRecord
-from myaccel.bench.runner import RunSpec, connection_args, run_sysbench
-from myaccel.errors import UsageError
-from myaccel.server.sandbox import Sandbox
+from myaccel.bench.runner import RunSpec, connection_args, preflight, run_sysbench
+from myaccel.bench.session import (
+    BenchProgress,
+    CampaignSetup,
+    cell_spec,
+    finish_campaign,
+    open_campaign,
+    require_valid_runs,
+)
+from myaccel.errors import Interrupted, UsageError
+from myaccel.server.sandbox import Sandbox, parse_sets
+from myaccel.server.sandbox.layout import validate_name
 
 SNAPSHOT = "myaccel-ab-dataset"
 
@@ -45,6 +66,19 @@ class Arm:
             tuple(sorted(self.sets.items())),
             str(self.basedir) if self.basedir else None,
         )
+
+
+def make_arm(name: str, config: str | None, sets: Sequence[str], basedir: str | None) -> Arm:
+    """An arm from its options (``config`` None or "default": the sandbox's own), checked."""
+    cfg = None if config in (None, "default") else Path(str(config))
+    arm = Arm(
+        name=name,
+        config=cfg,
+        sets=parse_sets(list(sets)),
+        basedir=Path(basedir) if basedir else None,
+    )
+    check_arm(arm)
+    return arm
 
 
 def check_arm(arm: Arm) -> None:
@@ -117,15 +151,8 @@ def run_campaign(
         arm = plan.arms[arm_name]
         rnd = visit // 2
         for w, t in prof.cells:
-            spec = RunSpec(
-                workload=w,
-                threads=t,
-                duration_s=prof.duration_s,
-                warmup_s=prof.warmup_s,
-                tables=prof.tables,
-                table_size=prof.table_size,
-                report_interval_s=prof.report_interval_s,
-                rand_type=prof.rand_type,
+            spec = replace(
+                cell_spec(prof, w, t),
                 seed=plan.seed_base + rnd,  # paired: both arms of a round share the seed
                 ps_mode=plan.ps_mode,
                 client_cpus=plan.client_cpus,
@@ -146,3 +173,189 @@ def run_campaign(
             if after_run:
                 after_run(rec)
     return ctx.records
+
+
+def sandbox_needs_creation(name: str, *, create: bool, explicit: bool) -> bool:
+    """Whether sandbox ``name`` must be created, checked before anything changes: a name
+    that was given (``--sandbox``) and does not exist is refused unless ``--create`` says
+    to make it, so a typo never creates a sandbox and starts a long benchmark."""
+    validate_name(name)
+    if Sandbox.exists(name):
+        return False
+    if explicit and not create:
+        names = [sb.name for sb in Sandbox.list_all()]
+        have = f"sandboxes here: {', '.join(names)}" if names else "there is no sandbox yet"
+        raise UsageError(
+            f"no sandbox named '{name}' ({have})",
+            hint="pass --create to make it with the distribution's defaults, "
+            "or --sandbox with one of the existing names (myaccel sandbox list)",
+        )
+    return True
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while a sandbox is put back on its base configuration (a
+    second Ctrl-C must not leave it half restarted); a held signal is raised afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def _hold(signum: int, _frame: FrameType | None) -> None:
+        pending.append(signum)
+
+    old = {sig: signal.signal(sig, _hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if pending:
+        raise Interrupted(pending[0])
+
+
+def restore_base_config(sb: Sandbox, note: Callable[[str], None]) -> None:
+    """Put the sandbox back on its own (base) configuration, signals held meanwhile."""
+    with interrupts_deferred():
+        sb.stop()
+        sb.start(progress=note)
+
+
+def require_valid_arms(records: list[RunRecord], out: Path) -> None:
+    """An A/B with an arm that has no valid run measured nothing: fail with exit 7."""
+    for arm in ("baseline", "candidate"):
+        runs = [r for r in records if r.arm == arm]
+        if runs and not any(r.summary is not None and r.validity.valid for r in runs):
+            require_valid_runs(runs, out, what=f"{arm} run")
+
+
+@dataclass(frozen=True)
+class AbRequest:
+    """An interleaved A/B of two arms on a sandbox (``myaccel ab``)."""
+
+    sandbox: str
+    profile: Profile
+    baseline: Arm
+    candidate: Arm
+    command: list[str]
+    create: bool = False  # make the sandbox first (``sandbox_needs_creation``)
+    pin_client: str | None = None  # a checked CPU list
+    dataset: str | None = None  # cpu-bound, io-bound: size the data from the buffer pool
+    ps_mode: str = "auto"
+    cleanup: bool = False
+    out_dir: Path | None = None
+    candidate_label: str = "candidate"
+
+    @property
+    def arms(self) -> dict[str, Arm]:
+        return {"baseline": self.baseline, "candidate": self.candidate}
+
+
+@dataclass(frozen=True)
+class AbResult:
+    comparison: Comparison  # also written to OUT/comparison.json
+    records: list[RunRecord]
+    out_dir: Path
+    manifests: list[Path]  # the build manifest of each arm's --*-basedir, when there is one
+    started_s: float  # time.monotonic() when the A/B started
+
+
+def arm_manifests(arms: Sequence[Arm]) -> list[Path]:
+    """Builds of `myaccel build` keep their manifest next to the install tree
+    (OUT/install, OUT/manifest.json): reports show each arm's flags beside the gain."""
+    return list(
+        dict.fromkeys(
+            m
+            for a in arms
+            if a.basedir is not None
+            and (m := a.basedir.resolve().parent / "manifest.json").is_file()
+        )
+    )
+
+
+def run(req: AbRequest, progress: BenchProgress) -> AbResult:
+    """The A/B of ``req``; the sandbox ends on its own configuration, whatever happens
+    (an error, Ctrl-C, SIGTERM), never on a candidate's. Arms without a valid run are
+    returned as they are (see ``require_valid_arms``)."""
+    started_s = time.monotonic()
+    prof = req.profile
+    if prof.runs_per_arm < 3:
+        progress.note(
+            f"warning: {prof.runs_per_arm} run(s) per arm cannot give a verdict; 5 is the default"
+        )
+    if req.baseline.key() == req.candidate.key():
+        progress.note("note: both arms have the same configuration (an A/A comparison)")
+    if req.create:
+        progress.note(
+            f"creating sandbox '{req.sandbox}' with the distribution's default configuration"
+        )
+        sb = Sandbox.init(req.sandbox, basedir=req.baseline.basedir, progress=progress.note)
+    else:
+        sb = Sandbox.load(req.sandbox)
+    try:
+        ctx = _measure(sb, req, progress)
+    finally:
+        restore_base_config(sb, progress.note)
+    finish_campaign(ctx)
+    records = ctx.records
+    cmp = compare_runs(
+        [r for r in records if r.arm == "baseline"],
+        [r for r in records if r.arm == "candidate"],
+        allow_server_difference=req.baseline.basedir != req.candidate.basedir,
+        candidate_label=req.candidate_label,
+    )
+    save(ctx.out_dir / "comparison.json", cmp, private=True)
+    return AbResult(
+        comparison=cmp,
+        records=records,
+        out_dir=ctx.out_dir,
+        manifests=arm_manifests([req.baseline, req.candidate]),
+        started_s=started_s,
+    )
+
+
+def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchContext:
+    """Dataset, snapshot and the interleaved runs; the caller restores the sandbox."""
+    note = progress.note
+    sb.stop()
+    b = req.baseline
+    sb.start(config=b.config, sets=b.sets, basedir=b.basedir, progress=note)
+    admin, bench_p = sb.connect_params(), sb.bench_params(tcp=False)
+    sinfo, _ = server_info(admin)
+    prof = size_dataset(req.profile, req.dataset, int(sinfo.get("buffer_pool_bytes") or 0))
+    biggest = cell_spec(prof, prof.workloads[0], max(prof.threads))
+    preflight(admin, replace(biggest, duration_s=1, warmup_s=0, ps_mode=req.ps_mode))
+    ensure_dataset(admin, bench_p, prof, cleanup=req.cleanup, note=note)
+    sb.stop()
+    if any(s.name == SNAPSHOT for s in sb.snapshot_list()):
+        sb.snapshot_delete(SNAPSHOT)
+    sb.snapshot_save(SNAPSHOT)
+    note("dataset snapshot saved; write workloads start from it in every run")
+
+    setup = CampaignSetup(
+        kind="ab",
+        command=req.command,
+        expect=req.dataset,
+        arms={k: a.describe() for k, a in req.arms.items()},
+    )
+    ctx = open_campaign(
+        setup, req.out_dir, bench_p=bench_p, admin=admin, sinfo=sinfo, prof=prof, note=note
+    )
+    ctx.on_report = progress.run_report
+    plan = AbPlan(
+        sandbox=sb,
+        profile=prof,
+        arms=req.arms,
+        ps_mode=req.ps_mode,
+        client_cpus=req.pin_client,
+        on_event=note,
+    )
+
+    def before(n: int, total: int, spec: RunSpec, arm: str) -> None:
+        progress.run_started(
+            f"[{n}/{total}] {arm:9s} {spec.workload} {spec.threads} thr", spec.total_s
+        )
+
+    run_campaign(plan, ctx, before_run=before, after_run=progress.run_finished)
+    return ctx

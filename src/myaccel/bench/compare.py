@@ -7,6 +7,7 @@ import datetime as dt
 import math
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -259,3 +260,26 @@ def format_markdown(cmp: Comparison) -> str:
 
 def summary_dict(cmp: Comparison) -> dict[str, Any]:
     return {c.workload + "@" + str(c.threads): c.verdict for c in cmp.cells}
+
+
+def compare_paths(baseline: Path, candidate: Path | None, *, force: bool = False) -> Comparison:
+    """``myaccel compare``: the runs of two result directories (or files), A then B and
+    labelled by their names, or of one ``ab`` campaign's two arms."""
+    from myaccel.bench.campaign import load_runs
+
+    a = load_runs(baseline)
+    if candidate is None:
+        base = [r for r in a if r.arm == "baseline"]
+        cand = [r for r in a if r.arm == "candidate"]
+        if not base or not cand:
+            raise UsageError(
+                f"'{baseline}' is not an A/B campaign with two arms",
+                hint="pass two result directories: myaccel compare BASELINE_DIR CANDIDATE_DIR",
+            )
+        labels = ("baseline", "candidate")
+    else:
+        base, cand = a, load_runs(candidate)
+        labels = (baseline.name or "A", candidate.name or "B")
+    return compare_runs(
+        base, cand, baseline_label=labels[0], candidate_label=labels[1], force=force
+    )

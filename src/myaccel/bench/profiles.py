@@ -8,6 +8,7 @@ in every result so that a scaled run is never mistaken for the article's method.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from myaccel.errors import UsageError
 
@@ -221,3 +222,57 @@ def normalize_workload(name: str) -> str:
             + " (or ro/rw/wo/ps), or a path to a .lua script",
         )
     return n
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """What the command line changes in a named profile (None: the profile's own)."""
+
+    name: str = "quick"
+    workloads: tuple[str, ...] = ()
+    threads: tuple[int, ...] | None = None
+    duration_s: int | None = None  # --time
+    warmup_s: int | None = None  # --warmup
+    tables: int | None = None
+    table_size: int | None = None
+    runs_per_arm: int | None = None  # --runs
+    report_interval_s: int | None = None
+    scale: float | None = None
+
+
+# option name, field of ProfileOptions and Profile, smallest value
+_OVERRIDES = (
+    ("time", "duration_s", 1),
+    ("warmup", "warmup_s", 0),
+    ("tables", "tables", 1),
+    ("table-size", "table_size", 1),
+    ("runs", "runs_per_arm", 1),
+    ("report-interval", "report_interval_s", 1),
+)
+
+
+def build_profile(opts: ProfileOptions) -> Profile:
+    """The named profile with the options applied, every workload checked (a Lua script
+    must exist)."""
+    prof = get_profile(opts.name)
+    if opts.workloads:
+        prof = replace(prof, workloads=tuple(normalize_workload(w) for w in opts.workloads))
+    else:
+        for w in prof.workloads:
+            normalize_workload(w)
+    if opts.threads:
+        prof = replace(prof, threads=opts.threads)
+    for option, name, least in _OVERRIDES:
+        v = getattr(opts, name)
+        if v is not None:
+            if v < least:
+                raise UsageError(f"--{option} must be positive", hint="see myaccel bench --help")
+            prof = replace(prof, **{name: v})
+    if opts.scale is not None:
+        prof = prof.scaled(opts.scale)
+    for w in prof.workloads:
+        if w.endswith(".lua") and not Path(w).is_file():
+            raise UsageError(
+                f"Lua script '{w}' does not exist", hint="pass the path of a sysbench Lua script"
+            )
+    return prof

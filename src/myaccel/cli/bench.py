@@ -2,42 +2,33 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import statistics
-import sys
-import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 
-from myaccel import proc
-from myaccel.bench.campaign import (
-    BenchContext,
-    host_info,
-    measure_run,
-    new_campaign_id,
-    now_iso,
-    server_info,
-)
-from myaccel.bench.profiles import Profile, get_profile, normalize_workload
-from myaccel.bench.run_record import CampaignIndex, RunRecord, config_digest, private_dir
-from myaccel.bench.runner import (
-    ROW_BYTES,
-    RunSpec,
-    cleanup_dataset,
-    preflight,
-    prepare_dataset,
-    verify_dataset,
+from myaccel.bench.dataset import DATASET_KINDS
+from myaccel.bench.profiles import ProfileOptions
+from myaccel.bench.run_record import RunRecord
+from myaccel.bench.session import (
+    BenchRequest,
+    BenchResult,
+    local_server_pid,
+    require_valid_runs,
+    run_bench,
 )
 from myaccel.cli import ranges
-from myaccel.cli.common import connection_options, resolve, server_options
-from myaccel.cli.progress import RunProgress, note
-from myaccel.errors import NoValidRuns, UsageError
-from myaccel.paths import myaccel_home
+from myaccel.cli.common import (
+    ServerOptions,
+    command_line,
+    options_into,
+    resolve,
+    server_options,
+)
+from myaccel.cli.progress import TerminalProgress
+from myaccel.errors import UsageError
 from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 
@@ -103,76 +94,58 @@ def format_cpu_list(cpus: list[int]) -> str:
     return ",".join(out)
 
 
-@dataclass(frozen=True)
-class Resume:
-    """An existing campaign of the same dataset and configuration that ``--out`` extends."""
+@dataclass(frozen=True, kw_only=True)
+class ProfileFlags:
+    """The options every benchmarking command has for its profile."""
 
-    index: CampaignIndex
-    next_run: int  # the number of the first new run file (run-NNN.json)
+    profile: str = "quick"
+    runs: int | None = None
+    time: int | None = None
+    scale: float | None = None
 
-
-# profile fields that make runs comparable: a campaign is extended only when they match
-_CAMPAIGN_KEYS = ("tables", "table_size", "scale", "duration_s", "warmup_s", "rand_type")
-
-
-def check_results_dir(
-    out_dir: str | None, *, kind: str, prof: Profile, variables: dict[str, str] | None = None
-) -> Resume | None:
-    """Check ``--out`` before anything runs: a new or empty directory starts a campaign; a
-    directory holding a campaign of the same kind, dataset, run length and server
-    configuration is extended (new runs after the last one); anything else is refused, so
-    that no run is overwritten and no stale run of another dataset stays beside new ones."""
-    if not out_dir:
-        return None
-    out = Path(out_dir)
-    if not out.is_dir() or not any(out.iterdir()):
-        return None
-    hint = (
-        "choose a new directory, or omit --out "
-        "(each campaign then gets its own under $MYACCEL_HOME/results)"
-    )
-    idx_path = out / "campaign.json"
-    if not idx_path.is_file():
-        raise UsageError(f"--out '{out}' is not empty and holds no myaccel campaign", hint=hint)
-    try:
-        idx = CampaignIndex.model_validate_json(idx_path.read_text())
-    except (OSError, ValueError):
-        raise UsageError(f"--out '{out}': its campaign.json is not readable", hint=hint) from None
-    if idx.kind != kind:
-        raise UsageError(
-            f"--out '{out}' holds a '{idx.kind}' campaign, not a '{kind}' one", hint=hint
+    def profile_options(self) -> ProfileOptions:
+        return ProfileOptions(
+            name=self.profile, runs_per_arm=self.runs, duration_s=self.time, scale=self.scale
         )
-    if kind != "bench":
-        raise UsageError(
-            f"--out '{out}' already holds a campaign ({kind}); it cannot be extended",
-            hint=hint,
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepFlags(ProfileFlags):
+    """The profile options of ``bench`` and ``ab`` beyond ``ProfileFlags``."""
+
+    workload: tuple[str, ...] = ()
+    threads: str | None = None
+    warmup: int | None = None
+    tables: int | None = None
+    table_size: int | None = None
+    report_interval: int | None = None
+    dataset: str | None = None
+    ps_mode: str = "auto"
+    pin_client: str | None = None
+    out_dir: str | None = None
+    cleanup: bool = False
+
+    def profile_options(self) -> ProfileOptions:
+        return ProfileOptions(
+            name=self.profile,
+            workloads=self.workload,
+            threads=parse_threads(self.threads),
+            duration_s=self.time,
+            warmup_s=self.warmup,
+            tables=self.tables,
+            table_size=self.table_size,
+            runs_per_arm=self.runs,
+            report_interval_s=self.report_interval,
+            scale=self.scale,
         )
-    want = asdict(prof)
-    diffs = [
-        f"{k} {idx.profile.get(k)} here {want[k]}"
-        for k in _CAMPAIGN_KEYS
-        if idx.profile.get(k) != want[k]
-    ]
-    numbers = [
-        int(m.group(1))
-        for f in out.glob("run-*.json")
-        if (m := re.match(r"run-(\d+)\.json$", f.name))
-    ]
-    if variables is not None and numbers:
-        digest = config_digest(variables)
-        last = out / f"run-{max(numbers):03d}.json"
-        try:
-            old = json.loads(last.read_text()).get("config_digest")
-        except (OSError, ValueError, AttributeError):
-            old = None
-        if old is not None and old != digest:
-            diffs.append(f"server configuration {old} here {digest}")
-    if diffs:
-        raise UsageError(
-            f"--out '{out}' holds a campaign of another dataset or configuration ({'; '.join(diffs)})",
-            hint=hint,
-        )
-    return Resume(index=idx, next_run=max(numbers, default=0) + 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchOptions(ServerOptions, SweepFlags):
+    seed: int | None = None
+    ignore_errors: str | None = None
+    percentile: int = 95
+    prepare_only: bool = False
 
 
 def targets(conn: ConnectionOptions) -> tuple[ConnectParams, ConnectParams, int | None]:
@@ -183,146 +156,7 @@ def targets(conn: ConnectionOptions) -> tuple[ConnectParams, ConnectParams, int 
         sb = Sandbox.load(conn.sandbox)
         return sb.bench_params(tcp=False), sb.connect_params(), sb.pid
     p = resolve(conn)
-    return p, p, _local_pid(p)
-
-
-def _local_pid(p: ConnectParams) -> int | None:
-    """The server's pid when it runs on this machine (from @@pid_file), else None."""
-    from myaccel.errors import MyaccelError
-    from myaccel.facts.server import pid_from_file
-    from myaccel.server.connection import connect, query_value
-
-    try:
-        conn = connect(p)
-    except MyaccelError:
-        return None
-    try:
-        pid_file = str(query_value(conn, "SELECT @@pid_file") or "")
-    finally:
-        conn.close()
-    return pid_from_file(pid_file).value
-
-
-def build_profile(kwargs: dict[str, Any]) -> Profile:
-    prof = get_profile(kwargs["profile"])
-    if kwargs.get("workload"):
-        prof = replace(prof, workloads=tuple(normalize_workload(w) for w in kwargs["workload"]))
-    else:
-        for w in prof.workloads:
-            normalize_workload(w)
-    th = parse_threads(kwargs.get("threads"))
-    if th:
-        prof = replace(prof, threads=th)
-    for key, field_ in (
-        ("time", "duration_s"),
-        ("warmup", "warmup_s"),
-        ("tables", "tables"),
-        ("table_size", "table_size"),
-        ("runs", "runs_per_arm"),
-        ("report_interval", "report_interval_s"),
-    ):
-        v = kwargs.get(key)
-        if v is not None:
-            if v < (0 if key == "warmup" else 1):
-                raise UsageError(
-                    f"--{key.replace('_', '-')} must be positive", hint="see myaccel bench --help"
-                )
-            prof = replace(prof, **{field_: v})
-    if kwargs.get("scale") is not None:
-        prof = prof.scaled(kwargs["scale"])
-    for w in prof.workloads:
-        if w.endswith(".lua") and not Path(w).is_file():
-            raise UsageError(
-                f"Lua script '{w}' does not exist", hint="pass the path of a sysbench Lua script"
-            )
-    return prof
-
-
-def size_dataset(prof: Profile, kind: str | None, buffer_pool_bytes: int) -> Profile:
-    if kind is None:
-        return prof
-    if buffer_pool_bytes <= 0:
-        raise UsageError(
-            "cannot size the dataset: innodb_buffer_pool_size unknown",
-            hint="use --tables/--table-size",
-        )
-    if kind == "cpu-bound":
-        rows = int(0.5 * buffer_pool_bytes / ROW_BYTES / prof.tables)
-    else:
-        rows = int(4.5 * buffer_pool_bytes / ROW_BYTES / prof.tables)
-    return replace(prof, table_size=max(1000, rows))
-
-
-def ensure_dataset(
-    admin: ConnectParams, bench_p: ConnectParams, prof: Profile, *, cleanup: bool
-) -> None:
-    """Prepare the dataset, or verify and reuse the one that is there (never drop one of
-    another size unless ``cleanup``)."""
-    if cleanup:
-        note("dropping the existing dataset (--cleanup)")
-        cleanup_dataset(admin)
-    if verify_dataset(admin, prof.tables, prof.table_size) == "empty":
-        secs = prepare_dataset(bench_p, prof.tables, prof.table_size, log=note)
-        note(f"dataset prepared in {secs:.0f} s")
-    else:
-        note(f"reusing the prepared dataset ({prof.tables} x {prof.table_size:,} rows, verified)")
-
-
-def open_campaign(
-    kind: str,
-    out_dir: str | None,
-    *,
-    bench_p: ConnectParams,
-    admin: ConnectParams,
-    sinfo: dict[str, Any],
-    prof: Profile,
-    expect: str | None,
-    pid: int | None = None,
-    arms: dict[str, dict[str, Any]] | None = None,
-    resume: Resume | None = None,
-) -> BenchContext:
-    """The results directory, its campaign index and the context runs are measured in
-    (``resume``: the campaign of ``check_results_dir`` that new runs extend)."""
-    cid = resume.index.campaign_id if resume is not None else new_campaign_id(kind)
-    out = Path(out_dir) if out_dir else myaccel_home() / "results" / cid
-    private_dir(out)
-    ctx = BenchContext(
-        target=bench_p,
-        admin=admin,
-        out_dir=out,
-        campaign_id=cid,
-        host=host_info(),
-        server=sinfo,
-        dataset={
-            "tables": prof.tables,
-            "table_size": prof.table_size,
-            "profile": prof.name,
-            "scale": prof.scale,
-            "expect": expect,
-        },
-        server_pid=pid,
-        on_event=note,
-    )
-    ctx.index = CampaignIndex(
-        campaign_id=cid,
-        kind=kind,
-        created_at=now_iso(),
-        profile=asdict(prof),
-        command=["myaccel", *sys.argv[1:]],
-        arms=arms or {},
-    )
-    if resume is not None:
-        ctx.index = resume.index.model_copy(
-            update={
-                "finished": False,
-                "notes": [
-                    *resume.index.notes,
-                    f"extended at {now_iso()} from run {resume.next_run:03d}",
-                ],
-            }
-        )
-    ctx.save_index()
-    return ctx
+    return p, p, local_server_pid(p)
 
 
 @click.command()
@@ -348,7 +182,7 @@ def open_campaign(
 @click.option("--table-size", type=ranges.TABLE_ROWS, help="Rows per table.")
 @click.option(
     "--dataset",
-    type=click.Choice(["cpu-bound", "io-bound"]),
+    type=click.Choice(DATASET_KINDS),
     help="Size the data from the buffer pool (<= 50% / >= 4x) and check it after the run.",
 )
 @click.option("--runs", type=ranges.RUNS, help="Repetitions per cell.")
@@ -387,102 +221,46 @@ def open_campaign(
     "--cleanup", is_flag=True, help="Drop an existing dataset of another size and prepare anew."
 )
 @click.option("--prepare-only", is_flag=True, help="Prepare (or verify) the dataset and stop.")
-def bench(**kwargs: Any) -> None:
+@options_into(BenchOptions)
+def bench(opts: BenchOptions) -> None:
     """Run sysbench workloads and record one JSON document per run."""
-    conn = connection_options(kwargs)
-    prof = build_profile(kwargs)
-    pin = check_pin_client(kwargs["pin_client"])
-    proc.require("sysbench")
-    bench_p, admin_p, pid = targets(conn)
-    sinfo, variables = server_info(admin_p)
-    prof = size_dataset(prof, kwargs["dataset"], int(sinfo.get("buffer_pool_bytes") or 0))
-    resume = (
-        None
-        if kwargs["prepare_only"]
-        else check_results_dir(kwargs["out_dir"], kind="bench", prof=prof, variables=variables)
+    from myaccel.bench.profiles import build_profile
+
+    prof = build_profile(opts.profile_options())
+    pin = check_pin_client(opts.pin_client)
+    bench_p, admin_p, pid = targets(opts.conn)
+    result = run_bench(
+        BenchRequest(
+            bench=bench_p,
+            admin=admin_p,
+            profile=prof,
+            command=command_line(),
+            server_pid=pid,
+            dataset=opts.dataset,
+            ps_mode=opts.ps_mode,
+            ignore_errors=opts.ignore_errors,
+            pin_client=pin,
+            percentile=opts.percentile,
+            seed=opts.seed,
+            out_dir=Path(opts.out_dir) if opts.out_dir else None,
+            cleanup=opts.cleanup,
+            prepare_only=opts.prepare_only,
+        ),
+        TerminalProgress(),
     )
-    t_start = time.monotonic()
+    if result is not None:
+        render_bench(result)
 
-    specs = [
-        RunSpec(
-            workload=w,
-            threads=t,
-            duration_s=prof.duration_s,
-            warmup_s=prof.warmup_s,
-            tables=prof.tables,
-            table_size=prof.table_size,
-            report_interval_s=prof.report_interval_s,
-            rand_type=prof.rand_type,
-            ps_mode=kwargs["ps_mode"],
-            ignore_errors=kwargs["ignore_errors"],
-            client_cpus=pin,
-            percentile=kwargs["percentile"],
-        )
-        for w, t in prof.cells
-    ]
-    preflight(admin_p, max(specs, key=lambda s: s.threads))
 
-    ensure_dataset(admin_p, bench_p, prof, cleanup=kwargs["cleanup"])
-    if kwargs["prepare_only"]:
-        return
-
-    ctx = open_campaign(
-        "bench",
-        kwargs["out_dir"],
-        bench_p=bench_p,
-        admin=admin_p,
-        sinfo=sinfo,
-        prof=prof,
-        expect=kwargs["dataset"],
-        pid=pid,
-        resume=resume,
-    )
-    out = ctx.out_dir
-    assert ctx.index is not None
-    total = len(specs) * prof.runs_per_arm
-    first = resume.next_run if resume is not None else 1
-    n = 0
-    for r in range(prof.runs_per_arm):
-        for spec in specs:
-            n += 1
-            seed = kwargs["seed"] if kwargs["seed"] is not None else 1000 + r
-            s = replace(spec, seed=seed)
-            pg = RunProgress()
-            ctx.on_report = pg.report
-            pg.start(f"[{n}/{total}] {s.workload} {s.threads} thr", s.total_s)
-            rec = measure_run(ctx, s, index=first + n - 1)
-            pg.stop(_result_line(rec))
-    ctx.index = ctx.index.model_copy(update={"finished": True})
-    ctx.save_index()
-    click.echo(format_runs_table(ctx.records))
-    require_valid_runs(ctx.records, out)
-    wall = time.monotonic() - t_start
-    harness = sum(r.harness_cpu_s or 0 for r in ctx.records)
-    run_wall = sum(r.wall_s for r in ctx.records) or 1
-    click.echo(f"results: {out}")
+def render_bench(result: BenchResult) -> None:
+    """The runs' table on stdout; exit 7 when no run is valid; where the results are."""
+    click.echo(format_runs_table(result.records))
+    require_valid_runs(result.records, result.out_dir)
+    harness = sum(r.harness_cpu_s or 0 for r in result.records)
+    run_wall = sum(r.wall_s for r in result.records) or 1
+    click.echo(f"results: {result.out_dir}")
     click.echo(
-        f"duration: {wall:.0f} s; harness CPU {harness:.2f} s = {100 * harness / run_wall:.2f}% of one CPU over the runs"
-    )
-
-
-def _result_line(rec: RunRecord) -> str:
-    if rec.summary is None or not rec.validity.valid:
-        return "INVALID: " + "; ".join(rec.validity.reasons)
-    s = rec.summary
-    w = f" ({'; '.join(rec.validity.warnings)})" if rec.validity.warnings else ""
-    return f"tps {s.tps:,.1f} qps {s.qps:,.1f} p95 {s.latency_ms_p95 or 0:.2f} ms{w}"
-
-
-def require_valid_runs(records: list[RunRecord], out: Path, *, what: str = "run") -> None:
-    """Fail (``NoValidRuns``, exit 7) when no run in ``records`` is valid: a benchmark that
-    measured nothing must not look like a success. The reasons of the first run are named."""
-    if any(r.summary is not None and r.validity.valid for r in records):
-        return
-    reasons = "; ".join(records[0].validity.reasons) if records else "no run was made"
-    raise NoValidRuns(
-        f"every {what} was invalid ({len(records)} of {len(records)}): {reasons}"[:400],
-        hint=f"see the sysbench output in {out}/run-*.out, fix the cause "
-        "(the Lua script, --pin-client, the server's limits) and run again",
+        f"duration: {result.duration_s:.0f} s; harness CPU {harness:.2f} s = {100 * harness / run_wall:.2f}% of one CPU over the runs"
     )
 
 

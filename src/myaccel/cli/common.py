@@ -1,9 +1,11 @@
-"""Options shared by subcommands."""
+"""Options shared by subcommands, and typed options for the commands that take many."""
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import click
@@ -13,6 +15,7 @@ from myaccel.server import connection
 from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 F = TypeVar("F", bound=Callable[..., Any])
+OptionsT = TypeVar("OptionsT")  # an options dataclass
 
 
 def server_options(f: F) -> F:
@@ -33,17 +36,49 @@ def server_options(f: F) -> F:
     return f
 
 
-def connection_options(kwargs: dict[str, Any]) -> ConnectionOptions:
-    """Pop the server options from a command's kwargs."""
+@dataclass(frozen=True, kw_only=True)
+class ServerOptions:
+    """The values of ``server_options``; a command's options class extends it."""
+
+    conn: ConnectionOptions = field(default_factory=ConnectionOptions)
+
+
+def connection_options(params: dict[str, Any]) -> ConnectionOptions:
+    """Pop the server options from a command's parameters."""
     return ConnectionOptions(
-        host=kwargs.pop("host", None),
-        port=kwargs.pop("port", None),
-        socket=kwargs.pop("socket", None),
-        user=kwargs.pop("user", None),
-        password=kwargs.pop("password", None),
-        defaults_file=kwargs.pop("defaults_file", None),
-        sandbox=kwargs.pop("sandbox_name", None),
+        host=params.pop("host", None),
+        port=params.pop("port", None),
+        socket=params.pop("socket", None),
+        user=params.pop("user", None),
+        password=params.pop("password", None),
+        defaults_file=params.pop("defaults_file", None),
+        sandbox=params.pop("sandbox_name", None),
     )
+
+
+def options_into(
+    cls: type[OptionsT],
+) -> Callable[[Callable[[OptionsT], None]], Callable[..., None]]:
+    """Hand a command its parsed options as one typed ``cls``: a dataclass whose fields
+    are the command's parameter names (``cls(**params)`` fails on a name that differs),
+    the server options gathered in ``conn`` for a ``ServerOptions``."""
+    server = issubclass(cls, ServerOptions)
+
+    def wrap(f: Callable[[OptionsT], None]) -> Callable[..., None]:
+        @functools.wraps(f)
+        def command(**params: Any) -> None:
+            if server:
+                params["conn"] = connection_options(params)
+            f(cls(**params))
+
+        return command
+
+    return wrap
+
+
+def command_line() -> list[str]:
+    """This myaccel command line, as campaigns record it (redacted when stored)."""
+    return ["myaccel", *sys.argv[1:]]
 
 
 def resolve(conn: ConnectionOptions) -> ConnectParams:

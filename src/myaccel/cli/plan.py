@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import click
 
 from myaccel.cli import ranges
-from myaccel.cli.common import connection_options, resolve, server_options
+from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -15,6 +15,18 @@ from myaccel.facts.collect import collect_facts
 from myaccel.facts.load import load_facts
 from myaccel.rules.engine import Hints, load_rules, make_plan
 from myaccel.rules.render import format_markdown, format_text, rules_markdown
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanOptions(ServerOptions):
+    facts_file: str | None = None
+    durability: str = "strict"
+    layers: str | None = None
+    threads: int | None = None
+    profile_file: str | None = None
+    as_json: bool = False
+    as_md: bool = False
+    out_file: str | None = None
 
 
 @click.command()
@@ -42,33 +54,32 @@ from myaccel.rules.render import format_markdown, format_text, rules_markdown
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "as_md", is_flag=True)
 @click.option("--out", "out_file", metavar="FILE", help="Write the plan JSON here.")
-def plan(**kwargs: Any) -> None:
+@options_into(PlanOptions)
+def plan(opts: PlanOptions) -> None:
     """Turn facts into a layered plan: what to change, why, how sure, how to verify."""
-    conn = connection_options(kwargs)
-    if kwargs["facts_file"]:
-        facts = load_facts(kwargs["facts_file"])
+    if opts.facts_file:
+        facts = load_facts(opts.facts_file)
     else:
-        params = resolve(conn)
-        facts = collect_facts("/", server=params, server_required=True)
+        facts = collect_facts("/", server=resolve(opts.conn), server_required=True)
     from myaccel.profile.hints import plan_hints
     from myaccel.rules.knobview import knob_view_for
 
     knobs = knob_view_for(facts)
-    layers = [x.strip() for x in kwargs["layers"].split(",")] if kwargs["layers"] else None
+    layers = [x.strip() for x in opts.layers.split(",")] if opts.layers else None
     p = make_plan(
         facts,
-        durability=kwargs["durability"],
+        durability=opts.durability,
         layers=layers,
-        hints=plan_hints(kwargs["profile_file"], facts, threads=kwargs["threads"], note=note)
-        if kwargs["profile_file"]
-        else Hints(threads=kwargs["threads"]),
+        hints=plan_hints(opts.profile_file, facts, threads=opts.threads, note=note)
+        if opts.profile_file
+        else Hints(threads=opts.threads),
         knobs=knobs,
     )
-    if kwargs["out_file"]:
-        write_output(kwargs["out_file"], p.model_dump_json(indent=2) + "\n")
-    if kwargs["as_json"]:
+    if opts.out_file:
+        write_output(opts.out_file, p.model_dump_json(indent=2) + "\n")
+    if opts.as_json:
         click.echo(p.model_dump_json(indent=2))
-    elif kwargs["as_md"]:
+    elif opts.as_md:
         click.echo(format_markdown(p), nl=False)
     else:
         click.echo(format_text(p), nl=False)

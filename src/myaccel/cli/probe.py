@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
 
 import click
 
-from myaccel.cli.common import connection_options, resolve, server_options
+from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.errors import UsageError
 from myaccel.facts.capture import capture_sysroot, tracing_sysroot
@@ -15,6 +15,20 @@ from myaccel.facts.collect import collect_facts
 from myaccel.facts.render import format_markdown, format_text
 from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Facts
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeOptions(ServerOptions):
+    sysroot: str = "/"
+    no_server: bool = False
+    binary: str | None = None
+    no_binary: bool = False
+    datadir: str | None = None
+    as_json: bool = False
+    as_md: bool = False
+    out_file: str | None = None
+    capture_dir: str | None = None
+    schema: bool = False
 
 
 @click.command()
@@ -44,7 +58,8 @@ from myaccel.model import Facts
 @click.option(
     "--schema", is_flag=True, help="Print the JSON Schema of the facts document and exit."
 )
-def probe(**kwargs: Any) -> None:
+@options_into(ProbeOptions)
+def probe(opts: ProbeOptions) -> None:
     """Collect facts about the machine, the server and its binary.
 
     Host facts are read from proc/ and sys/ files, never from localized command output.
@@ -52,38 +67,36 @@ def probe(**kwargs: Any) -> None:
     answers); each fact records its source, and what cannot be read is "unknown" with a
     reason.
     """
-    if kwargs.pop("schema"):
+    if opts.schema:
         click.echo(json.dumps(Facts.model_json_schema(), indent=2))
         return
-    conn = connection_options(kwargs)
-    no_server = kwargs["no_server"]
+    conn = opts.conn
     params = None
     explicit = conn.given
-    if not no_server and (explicit or kwargs["sysroot"] == "/"):
+    if not opts.no_server and (explicit or opts.sysroot == "/"):
         params = resolve(conn)
-    capture_dir = kwargs["capture_dir"]
-    sysroot: str | Sysroot = kwargs["sysroot"]
-    if capture_dir:
-        if kwargs["sysroot"] != "/":
+    sysroot: str | Sysroot = opts.sysroot
+    if opts.capture_dir:
+        if opts.sysroot != "/":
             raise UsageError("--capture reads the live machine", hint="drop --sysroot")
         sysroot = tracing_sysroot()
     facts = collect_facts(
         sysroot,
         server=params,
         server_required=explicit,
-        binary=kwargs["binary"],
-        analyze_server_binary=not kwargs["no_binary"],
-        storage_path=kwargs["datadir"],
+        binary=opts.binary,
+        analyze_server_binary=not opts.no_binary,
+        storage_path=opts.datadir,
     )
-    if capture_dir and isinstance(sysroot, Sysroot):
-        n = capture_sysroot(sysroot.trace or [], capture_dir)
-        click.echo(f"captured {n} files into {capture_dir}", err=True)
+    if opts.capture_dir and isinstance(sysroot, Sysroot):
+        n = capture_sysroot(sysroot.trace or [], opts.capture_dir)
+        click.echo(f"captured {n} files into {opts.capture_dir}", err=True)
     doc = facts.model_dump_json(indent=2)
-    if kwargs["out_file"]:
-        write_output(kwargs["out_file"], doc + "\n")
-    if kwargs["as_json"]:
+    if opts.out_file:
+        write_output(opts.out_file, doc + "\n")
+    if opts.as_json:
         click.echo(doc)
-    elif kwargs["as_md"]:
+    elif opts.as_md:
         click.echo(format_markdown(facts), nl=False)
     else:
         click.echo(format_text(facts), nl=False)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+if TYPE_CHECKING:
+    from myaccel.bench.run_record import RunRecord
 
 
 def interactive() -> bool:
@@ -72,3 +75,36 @@ class RunProgress:
 
 def note(msg: str) -> None:
     click.echo(msg, err=True)
+
+
+def result_line(rec: RunRecord) -> str:
+    """A run's outcome in one line: its figures, or why it is invalid."""
+    if rec.summary is None or not rec.validity.valid:
+        return "INVALID: " + "; ".join(rec.validity.reasons)
+    s = rec.summary
+    w = f" ({'; '.join(rec.validity.warnings)})" if rec.validity.warnings else ""
+    return f"tps {s.tps:,.1f} qps {s.qps:,.1f} p95 {s.latency_ms_p95 or 0:.2f} ms{w}"
+
+
+class TerminalProgress:
+    """The benchmarks' progress on stderr (``myaccel.bench.session.BenchProgress``):
+    notes as lines, each run as a ``RunProgress``."""
+
+    def __init__(self) -> None:
+        self._run: RunProgress | None = None
+
+    def note(self, msg: str) -> None:
+        note(msg)
+
+    def run_started(self, label: str, total_s: float) -> None:
+        self._run = RunProgress()
+        self._run.start(label, total_s)
+
+    def run_report(self, report: dict[str, Any]) -> None:
+        if self._run is not None:
+            self._run.report(report)
+
+    def run_finished(self, record: RunRecord) -> None:
+        if self._run is not None:
+            self._run.stop(result_line(record))
+            self._run = None

@@ -1,0 +1,73 @@
+"""What `accelerate` is asked to do, what it gives back, and what it tells the person
+waiting (``Progress``, drawn by the cli)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from myaccel.accelerate.candidate import CandidateConfig
+from myaccel.bench.ab import AbResult
+from myaccel.bench.compare import Comparison
+from myaccel.bench.profiles import Profile
+from myaccel.bench.session import BenchProgress, BenchResult
+from myaccel.model import Facts
+from myaccel.rules.model import Plan
+from myaccel.server.connection import ConnectParams
+
+
+@dataclass(frozen=True)
+class SandboxTarget:
+    """A myaccel sandbox: baseline = its own configuration, candidate = the plan's server
+    layer, measured in an interleaved A/B."""
+
+    name: str = "accelerate"
+    explicit: bool = False  # named by the user: created only with ``create``
+    create: bool = False
+
+
+@dataclass(frozen=True)
+class ExistingServer:
+    """A running server, measured before and after a journaled apply (not interleaved).
+    ``params`` carry its password: it is used to connect, never written anywhere."""
+
+    params: ConnectParams
+    unit: str | None = None  # systemd unit to restart for restart-only knobs
+    conf_dir: Path | None = None  # for the managed 99-myaccel.cnf
+    yes: bool = False  # apply without asking (``Progress.confirm``)
+
+
+@dataclass(frozen=True)
+class AccelerateRequest:
+    target: SandboxTarget | ExistingServer
+    profile: Profile  # the bench profile (with --runs/--time/--scale applied)
+    command: list[str]  # the myaccel command line, recorded redacted in the campaigns
+    durability: str = "strict"
+    out_dir: Path | None = None  # new or empty; default $MYACCEL_HOME/results/ID
+
+
+@dataclass(frozen=True)
+class AccelerateResult:
+    out_dir: Path  # facts.json, plan.json, the runs and comparison.json
+    facts: Facts
+    plan: Plan
+    comparison: Comparison
+    candidate: CandidateConfig | None = None  # on a sandbox: the tuned option file
+    journal: Path | None = None  # on an existing server: the apply's journal (rollback)
+
+
+class Progress(BenchProgress, Protocol):
+    """``BenchProgress`` (notes and runs) and the steps of `accelerate`."""
+
+    def step(self, title: str) -> None:
+        """A phase starts (baseline runs, tuned runs)."""
+
+    def confirm(self, question: str) -> bool:
+        """Whether to go on (changing an existing server); False stops the command."""
+
+    def bench_done(self, result: BenchResult) -> None:
+        """A before/after campaign on an existing server ended."""
+
+    def ab_done(self, result: AbResult) -> None:
+        """The A/B on the sandbox ended."""
