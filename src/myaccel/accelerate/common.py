@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from myaccel.accelerate.request import AccelerateRequest
@@ -10,6 +11,7 @@ from myaccel.bench.campaign import new_campaign_id
 from myaccel.bench.run_record import private_dir
 from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
+from myaccel.facts.iomeasure import facts_with_measured_storage
 from myaccel.model import Facts
 from myaccel.paths import myaccel_home
 from myaccel.rules.engine import Hints, make_plan
@@ -28,10 +30,14 @@ def check_new_out_dir(out_dir: Path | None) -> None:
         )
 
 
-def probe_and_plan(req: AccelerateRequest, server: ConnectParams) -> tuple[Facts, Plan, Path]:
+def probe_and_plan(
+    req: AccelerateRequest, server: ConnectParams, say: Callable[[str], None] | None = None
+) -> tuple[Facts, Plan, Path]:
     """Facts of the machine and ``server``, the plan for the profile's concurrency, and the
     (private) results directory holding both as facts.json and plan.json."""
     facts = collect_facts("/", server=server, server_required=True)
+    if req.measure_storage:
+        facts = facts_with_measured_storage(facts, say=say)
     plan = make_plan(
         facts,
         durability=req.durability,

@@ -31,7 +31,7 @@ def run_on_server(
     req: AccelerateRequest, target: ExistingServer, progress: Progress
 ) -> AccelerateResult:
     params = target.params
-    facts, plan, out = probe_and_plan(req, params)
+    facts, plan, out = probe_and_plan(req, params, progress.note)
     handle = ServerHandle(
         kind="systemd" if target.unit else "none",
         params=params,

@@ -45,6 +45,7 @@ class AccelerateRequest:
     command: list[str]  # the myaccel command line, recorded redacted in the campaigns
     durability: str = "strict"
     out_dir: Path | None = None  # new or empty; default $MYACCEL_HOME/results/ID
+    measure_storage: bool = True  # fio on the datadir's device for the I/O rules
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def run_on_sandbox(
         sb = Sandbox.load(name)
         ab.restore_base_config(sb, progress.note)  # its own (base) configuration
     progress.note("probing the machine, the server and its binary")
-    facts, plan, out = probe_and_plan(req, sb.connect_params())
+    facts, plan, out = probe_and_plan(req, sb.connect_params(), progress.note)
     cand = write_candidate(plan, facts, out / "tuned.cnf")
     if not cand.applied:
         raise UsageError(

@@ -32,6 +32,7 @@ class AccelerateOptions(ServerOptions, ProfileFlags):
     conf_dir: str | None = None
     yes: bool = False
     create: bool = False
+    measure_storage: bool | None = None  # default: on a sandbox yes, on a live server no
 
 
 class AccelerateProgress(TerminalProgress):
@@ -78,6 +79,12 @@ class AccelerateProgress(TerminalProgress):
     is_flag=True,
     help="Create the sandbox named by --sandbox if it does not exist (never done silently).",
 )
+@click.option(
+    "--measure-storage/--no-measure-storage",
+    default=None,
+    help="Measure the datadir's device with fio for the I/O rules (about 15 s, cached per "
+    "device). Default: on for a sandbox; off for an existing server, whose disk it would load.",
+)
 @options_into(AccelerateOptions)
 def accelerate(opts: AccelerateOptions) -> None:
     """Probe, benchmark the defaults, plan, apply the plan's server layer, benchmark again
@@ -114,6 +121,11 @@ def accelerate(opts: AccelerateOptions) -> None:
                 command=command_line(),
                 durability=opts.durability,
                 out_dir=Path(opts.out_dir) if opts.out_dir else None,
+                measure_storage=(
+                    opts.measure_storage
+                    if opts.measure_storage is not None
+                    else isinstance(target, pipeline.SandboxTarget)
+                ),
             ),
             AccelerateProgress(),
         )

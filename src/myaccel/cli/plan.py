@@ -12,6 +12,7 @@ from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
+from myaccel.facts.iomeasure import facts_with_measured_storage
 from myaccel.facts.load import load_facts
 from myaccel.rules.engine import Hints, load_rules, make_plan
 from myaccel.rules.render import format_markdown, format_text, rules_markdown
@@ -27,6 +28,7 @@ class PlanOptions(ServerOptions):
     as_json: bool = False
     as_md: bool = False
     out_file: str | None = None
+    measure_storage: bool = False
 
 
 @click.command()
@@ -54,6 +56,12 @@ class PlanOptions(ServerOptions):
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "as_md", is_flag=True)
 @click.option("--out", "out_file", metavar="FILE", help="Write the plan JSON here.")
+@click.option(
+    "--measure-storage",
+    is_flag=True,
+    help="Measure the datadir's device with fio (I/O rules then follow what it sustains; "
+    "about 15 s, cached per device for 30 days).",
+)
 @options_into(PlanOptions)
 def plan(opts: PlanOptions) -> None:
     """Turn facts into a layered plan: what to change, why, how sure, how to verify."""
@@ -61,6 +69,8 @@ def plan(opts: PlanOptions) -> None:
         facts = load_facts(opts.facts_file)
     else:
         facts = collect_facts("/", server=resolve(opts.conn), server_required=True)
+    if opts.measure_storage:
+        facts = facts_with_measured_storage(facts, say=note)
     from myaccel.profile.hints import plan_hints
     from myaccel.rules.knobview import knob_view_for
 

@@ -9,9 +9,11 @@ import click
 
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.output import write_output
+from myaccel.cli.progress import note
 from myaccel.errors import UsageError
 from myaccel.facts.capture import capture_sysroot, tracing_sysroot
 from myaccel.facts.collect import collect_facts
+from myaccel.facts.iomeasure import facts_with_measured_storage
 from myaccel.facts.render import format_markdown, format_text
 from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Facts
@@ -29,6 +31,7 @@ class ProbeOptions(ServerOptions):
     out_file: str | None = None
     capture_dir: str | None = None
     schema: bool = False
+    measure_storage: bool = False
 
 
 @click.command()
@@ -57,6 +60,11 @@ class ProbeOptions(ServerOptions):
 )
 @click.option(
     "--schema", is_flag=True, help="Print the JSON Schema of the facts document and exit."
+)
+@click.option(
+    "--measure-storage",
+    is_flag=True,
+    help="Also measure the datadir's device with fio (about 15 s once; cached per device).",
 )
 @options_into(ProbeOptions)
 def probe(opts: ProbeOptions) -> None:
@@ -88,6 +96,8 @@ def probe(opts: ProbeOptions) -> None:
         analyze_server_binary=not opts.no_binary,
         storage_path=opts.datadir,
     )
+    if opts.measure_storage:
+        facts = facts_with_measured_storage(facts, refresh=True, say=note)
     if opts.capture_dir and isinstance(sysroot, Sysroot):
         n = capture_sysroot(sysroot.trace or [], opts.capture_dir)
         click.echo(f"captured {n} files into {opts.capture_dir}", err=True)

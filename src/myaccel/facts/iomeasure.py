@@ -27,7 +27,7 @@ from typing import Any
 
 from myaccel import artifacts, proc
 from myaccel.errors import MyaccelError, ProcessFailed, UsageError
-from myaccel.model import Fact, StorageFacts, StorageMeasurement, known, unknown
+from myaccel.model import Fact, Facts, StorageFacts, StorageMeasurement, known, unknown
 from myaccel.paths import myaccel_home
 
 BLOCK_SIZE_BYTES = 16 * 1024
@@ -254,6 +254,19 @@ def measure_storage(
     )
     _write_cache(m, cache_dir)
     return m
+
+
+def facts_with_measured_storage(
+    facts: Facts, *, refresh: bool = False, say: Callable[[str], None] | None = None
+) -> Facts:
+    """``facts`` with the datadir's storage measured (or read from the cache)."""
+    if facts.sysroot not in ("/", ""):
+        raise UsageError(
+            "storage can only be measured on the live machine",
+            hint="drop --sysroot, or plan without --measure-storage",
+        )
+    storage = with_measurement(facts.storage, refresh=refresh, say=say)
+    return facts.model_copy(update={"storage": storage})
 
 
 def with_measurement(
