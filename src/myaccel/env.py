@@ -11,21 +11,13 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from myaccel.proc import Runner
-
-
-def _system_runner() -> Runner:
-    from myaccel.proc import SystemRunner
-
-    return SystemRunner()
+from myaccel.runner import Runner, SystemRunner
 
 
 @dataclass(frozen=True)
 class Environment:
-    runner: Runner = field(default_factory=_system_runner)
+    runner: Runner = field(default_factory=SystemRunner)
 
 
 _CURRENT: contextvars.ContextVar[Environment | None] = contextvars.ContextVar(

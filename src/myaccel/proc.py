@@ -11,76 +11,48 @@ test replaces the runner instead of patching module globals.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import shutil
-import signal
-import subprocess
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO
 
+from myaccel.env import current
 from myaccel.errors import ProcessFailed, ToolMissing
+from myaccel.runner import (
+    PACKAGE_OF,
+    Child,
+    Completed,
+    EnvChanges,
+    PopenChild,
+    Runner,
+    Streamed,
+    SystemRunner,
+    search_path,
+)
+
+__all__ = [
+    "PACKAGE_OF",
+    "Child",
+    "Completed",
+    "EnvChanges",
+    "PopenChild",
+    "Runner",
+    "Streamed",
+    "SystemRunner",
+    "require",
+    "run",
+    "search_path",
+    "spawn",
+    "stream",
+    "which",
+]
 
 log = logging.getLogger(__name__)
-
-# Server binaries live in sbin on Debian; a non-root PATH often lacks it.
-_EXTRA_PATH = ("/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/libexec")
-
-# Debian package that provides each tool we call, for hints.
-PACKAGE_OF = {
-    "mariadbd": "mariadb-server",
-    "mysqld": "mysql-server",
-    "mariadb-install-db": "mariadb-server",
-    "mariadb": "mariadb-client",
-    "mysql": "mariadb-client",
-    "sysbench": "sysbench",
-    "perf": "linux-perf",
-    "numactl": "numactl",
-    "valgrind": "valgrind",
-    "objdump": "binutils",
-    "aarch64-linux-gnu-gcc": "gcc-aarch64-linux-gnu",
-    "aarch64-linux-gnu-objdump": "binutils-aarch64-linux-gnu",
-    "qemu-aarch64": "qemu-user",
-    "mysqltuner": "mysqltuner",
-    "ethtool": "ethtool",
-    "fio": "fio",
-    "taskset": "util-linux",
-}
-
-
-@dataclass(frozen=True)
-class Completed:
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
-    duration_s: float
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
 
 
 def which(name: str) -> str | None:
     """Find an executable on PATH or in the sbin directories (asks the current runner)."""
     return _runner().which(name)
-
-
-def search_path(name: str) -> str | None:
-    """``which`` on this machine: PATH, then the sbin directories."""
-    found = shutil.which(name)
-    if found:
-        return found
-    for d in _EXTRA_PATH:
-        cand = Path(d) / name
-        if cand.is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    return None
 
 
 def require(name: str) -> str:
@@ -94,253 +66,7 @@ def require(name: str) -> str:
     return path
 
 
-@dataclass(frozen=True)
-class Streamed:
-    """A streamed command's end: its exit code, whether the timeout killed it, wall time."""
-
-    argv: tuple[str, ...]
-    returncode: int
-    timed_out: bool
-    duration_s: float
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-
-class Child(Protocol):
-    """A long-running child started by ``spawn``."""
-
-    @property
-    def pid(self) -> int: ...
-
-    def poll(self) -> int | None:
-        """The exit code once it has ended (reaped), else None."""
-        ...
-
-    def wait(self, timeout_s: float | None = None) -> int | None:
-        """Wait for the end; None if still running after ``timeout_s``."""
-        ...
-
-    def send_signal(self, sig: int) -> None: ...
-
-    def stop(self, grace_s: float = 10.0, sig: int = signal.SIGTERM) -> int:
-        """Ask it to end (``sig``), then SIGKILL after ``grace_s``; returns the exit code."""
-        ...
-
-
-# An ``env`` adds to (or overrides) the caller's environment; a value of None removes the
-# variable from what the child inherits (e.g. a password variable the child must not see).
-EnvChanges = Mapping[str, str | None]
-
-
-class Runner(Protocol):
-    """What executes subprocesses; ``SystemRunner`` for real, a fake in tests."""
-
-    def which(self, name: str) -> str | None: ...
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        env: EnvChanges | None,
-        input_text: str | None,
-        cwd: str | Path | None,
-    ) -> Completed: ...
-
-    def stream(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        on_line: Callable[[str], None],
-        env: EnvChanges | None,
-        cwd: str | Path | None,
-    ) -> Streamed: ...
-
-    def spawn(
-        self,
-        argv: Sequence[str],
-        *,
-        output: IO[bytes] | IO[str] | None,
-        env: EnvChanges | None,
-        cwd: str | Path | None,
-        new_session: bool,
-    ) -> Child: ...
-
-
-def _merged_env(env: EnvChanges | None) -> dict[str, str] | None:
-    if env is None:
-        return None
-    full = dict(os.environ)
-    for key, value in env.items():
-        if value is None:
-            full.pop(key, None)
-        else:
-            full[key] = value
-    return full
-
-
-def _not_found(args: Sequence[str], exc: OSError) -> ToolMissing:
-    pkg = PACKAGE_OF.get(Path(args[0]).name, Path(args[0]).name)
-    what = "not found" if isinstance(exc, FileNotFoundError) else (exc.strerror or str(exc))
-    return ToolMissing(
-        f"cannot execute '{args[0]}': {what}",
-        hint=f"install it with: apt-get install {pkg}",
-    )
-
-
-class PopenChild:
-    """A ``Child`` backed by ``subprocess.Popen``."""
-
-    def __init__(self, popen: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
-        self._p = popen
-
-    @property
-    def pid(self) -> int:
-        return self._p.pid
-
-    def poll(self) -> int | None:
-        return self._p.poll()
-
-    def wait(self, timeout_s: float | None = None) -> int | None:
-        try:
-            return self._p.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def send_signal(self, sig: int) -> None:
-        if self._p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._p.send_signal(sig)
-
-    def stop(self, grace_s: float = 10.0, sig: int = signal.SIGTERM) -> int:
-        self.send_signal(sig)
-        rc = self.wait(grace_s)
-        if rc is None:
-            log.debug(
-                "pid %d did not end within %.0f s of signal %d: SIGKILL", self.pid, grace_s, sig
-            )
-            self._p.kill()
-            rc = self._p.wait()
-        return rc
-
-
-class SystemRunner:
-    """Runs commands for real."""
-
-    def which(self, name: str) -> str | None:
-        return search_path(name)
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        env: EnvChanges | None,
-        input_text: str | None,
-        cwd: str | Path | None,
-    ) -> Completed:
-        args = tuple(str(a) for a in argv)
-        t0 = time.monotonic()
-        try:
-            cp = subprocess.run(
-                args,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout_s,
-                env=_merged_env(env),
-                input=input_text,
-                cwd=cwd,
-                check=False,
-            )
-        except (FileNotFoundError, PermissionError) as exc:
-            raise _not_found(args, exc) from exc
-        except subprocess.TimeoutExpired as exc:
-            raise ProcessFailed(
-                f"'{Path(args[0]).name}' did not finish within {timeout_s:.0f} s",
-                hint="the machine may be overloaded; retry, or raise the timeout",
-            ) from exc
-        return Completed(args, cp.returncode, cp.stdout, cp.stderr, time.monotonic() - t0)
-
-    def stream(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        on_line: Callable[[str], None],
-        env: EnvChanges | None,
-        cwd: str | Path | None,
-    ) -> Streamed:
-        args = tuple(str(a) for a in argv)
-        t0 = time.monotonic()
-        try:
-            p = subprocess.Popen(
-                args,
-                cwd=cwd,
-                env=_merged_env(env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                errors="replace",
-                bufsize=1,
-            )
-        except (FileNotFoundError, PermissionError) as exc:
-            raise _not_found(args, exc) from exc
-        timed_out = threading.Event()
-
-        def _kill() -> None:
-            if p.poll() is None:
-                timed_out.set()
-                p.kill()
-
-        timer = threading.Timer(timeout_s, _kill)
-        timer.daemon = True
-        timer.start()
-        try:
-            assert p.stdout is not None
-            for line in p.stdout:
-                on_line(line.rstrip("\n"))
-            rc = p.wait()
-        finally:
-            timer.cancel()
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        return Streamed(args, rc, timed_out.is_set(), time.monotonic() - t0)
-
-    def spawn(
-        self,
-        argv: Sequence[str],
-        *,
-        output: IO[bytes] | IO[str] | None,
-        env: EnvChanges | None,
-        cwd: str | Path | None,
-        new_session: bool,
-    ) -> Child:
-        args = [str(a) for a in argv]
-        try:
-            p = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=output if output is not None else subprocess.DEVNULL,
-                stderr=subprocess.STDOUT,
-                start_new_session=new_session,
-                close_fds=True,
-                cwd=cwd,
-                env=_merged_env(env),
-            )
-        except (FileNotFoundError, PermissionError) as exc:
-            raise _not_found(args, exc) from exc
-        return PopenChild(p)
-
-
 def _runner() -> Runner:
-    from myaccel.env import current
-
     return current().runner
 
 
