@@ -102,3 +102,15 @@ def test_build_headroom_cites_the_figure_for_the_flavor_and_series() -> None:
 
 def test_fixture_roots_exist() -> None:
     assert (Path(__file__).parent.parent / "fixtures" / "sysroots" / "this-vm").is_dir()
+
+
+def test_mysql_dedicated_server_sizes_its_own_pool_and_redo() -> None:
+    on = {**MYSQL_80, "innodb_dedicated_server": "ON"}
+    f = host("this-vm").model_copy(update={"server": server("8.0.40", "", on)})
+    plan = make_plan(f)
+    got = ids(plan)
+    assert "server-buffer-pool-size" not in got and "server-redo-capacity" not in got
+    reasons = {s.id: s.reason for s in plan.skipped}
+    assert "innodb_dedicated_server=ON" in reasons["server-buffer-pool-size"]
+    off = host("this-vm").model_copy(update={"server": server("8.0.40", "", MYSQL_80)})
+    assert "server-buffer-pool-size" in ids(make_plan(off))

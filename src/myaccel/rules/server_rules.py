@@ -164,6 +164,14 @@ def max_connections(ctx: RuleContext) -> list[Recommendation]:
     ]
 
 
+def leave_to_dedicated_server(ctx: RuleContext, what: str) -> None:
+    """Skip when MySQL's innodb_dedicated_server=ON sizes ``what`` from the machine: an
+    explicit value would override the server's own sizing (MySQL manual:
+    innodb_dedicated_server), which is what the rule would compute anyway."""
+    if (ctx.var("innodb_dedicated_server") or "").upper() == "ON":
+        raise Skip(f"innodb_dedicated_server=ON: the server sizes {what} itself")
+
+
 @rule(
     "server-buffer-pool-size",
     "server",
@@ -174,7 +182,9 @@ def max_connections(ctx: RuleContext) -> list[Recommendation]:
 def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
     """Size the InnoDB buffer pool from the memory budget: min(RAM, cgroup limit), minus an
     OS reserve, global buffers and per-connection buffers times max_connections, capped at
-    75% of the budget. Counting the connections is what naive tuners get wrong."""
+    75% of the budget. Counting the connections is what naive tuners get wrong. A MySQL
+    server with innodb_dedicated_server=ON sizes its pool itself and is left to do so."""
+    leave_to_dedicated_server(ctx, "innodb_buffer_pool_size")
     budget, src, glob, per_conn, max_conn = memory_inputs(ctx)
     target = buffer_pool_target(budget, glob, per_conn, max_conn)
     target, instances = mysql_pool_layout(ctx, target)
@@ -286,7 +296,9 @@ def redo_target(ctx: RuleContext) -> tuple[int, str]:
 def redo_capacity(ctx: RuleContext) -> list[Recommendation]:
     """A small redo log forces frequent checkpoints and stalls write workloads. Target about
     an hour of redo at the observed write rate, or MySQL 8.4's dedicated-server formula
-    when there is no history; the knob depends on the version."""
+    when there is no history; the knob depends on the version. innodb_dedicated_server=ON
+    sizes the redo log itself (MySQL 8.0.30+) and is left to do so."""
+    leave_to_dedicated_server(ctx, "the redo log")
     target, why = redo_target(ctx)
     sv = ctx.version
     if ctx.has("innodb_redo_log_capacity") and sv.flavor != "mariadb" and sv.at_least(8, 0, 30):
