@@ -371,30 +371,23 @@ local function without_cancellation(fn, stat)
   end
 end
 
-local function intermediate(stat)
-  -- Each part is protected: a failure in one must not lose the other.
-  pcall(human_intermediate, stat)
-  local ok, rec = pcall(M.interval_record, stat)
-  if ok then
-    M.emit(rec)
+-- A report hook printing sysbench's human lines, then emitting the MYACCEL record. Each
+-- part is protected: a failure in one must not lose the other.
+local function report_hook(human, record)
+  local function report(stat)
+    pcall(human, stat)
+    local ok, rec = pcall(record, stat)
+    if ok then
+      M.emit(rec)
+    end
+  end
+  return function(stat)
+    without_cancellation(report, stat)
   end
 end
 
-local function cumulative(stat)
-  pcall(human_cumulative, stat)
-  local ok, rec = pcall(M.cumulative_record, stat)
-  if ok then
-    M.emit(rec)
-  end
-end
-
-function M.report_intermediate(stat)
-  without_cancellation(intermediate, stat)
-end
-
-function M.report_cumulative(stat)
-  without_cancellation(cumulative, stat)
-end
+M.report_intermediate = report_hook(human_intermediate, M.interval_record)
+M.report_cumulative = report_hook(human_cumulative, M.cumulative_record)
 
 function M.install()
   sysbench.hooks.report_intermediate = M.report_intermediate
