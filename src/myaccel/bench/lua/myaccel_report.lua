@@ -312,21 +312,16 @@ local function lua_intermediate_text(stat)
   return text
 end
 
-local function human_intermediate(stat)
-  local c = load_c_reporters()
-  if c then
-    c.intermediate(to_c_stat(stat))
-  else
-    io.write(lua_intermediate_text(stat))
-  end
-end
-
-local function human_cumulative(stat)
-  local c = load_c_reporters()
-  if c then
-    c.cumulative(to_c_stat(stat))
-  else
-    io.write(lua_cumulative_text(stat))
+-- The human lines of one report (kind: "intermediate" or "cumulative"): sysbench's own C
+-- reporter when it can be loaded, else the Lua copy of its layout.
+local function human_report(kind, lua_text)
+  return function(stat)
+    local c = load_c_reporters()
+    if c then
+      c[kind](to_c_stat(stat))
+    else
+      io.write(lua_text(stat))
+    end
   end
 end
 
@@ -386,8 +381,10 @@ local function report_hook(human, record)
   end
 end
 
-M.report_intermediate = report_hook(human_intermediate, M.interval_record)
-M.report_cumulative = report_hook(human_cumulative, M.cumulative_record)
+M.report_intermediate =
+  report_hook(human_report("intermediate", lua_intermediate_text), M.interval_record)
+M.report_cumulative =
+  report_hook(human_report("cumulative", lua_cumulative_text), M.cumulative_record)
 
 function M.install()
   sysbench.hooks.report_intermediate = M.report_intermediate
