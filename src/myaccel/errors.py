@@ -7,6 +7,7 @@ and maps them to exit codes.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -41,10 +42,23 @@ class Interrupted(KeyboardInterrupt):
 
 
 class MyaccelError(Exception):
-    """A failure with a one-line message and a hint telling the user what to do next."""
+    """A failure with a one-line message and a hint telling the user what to do next.
+
+    A subclass names its ``code`` (a stable slug) and ``exit_code`` in its header, e.g.
+    ``class Busy(JournalError, code="busy")``; what it leaves out it inherits.
+    """
 
     exit_code: ExitCode = ExitCode.FAILURE
-    code = "myaccel-error"
+    code: str = "myaccel-error"
+
+    def __init_subclass__(
+        cls, *, code: str | None = None, exit_code: ExitCode | None = None, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
+        if exit_code is not None:
+            cls.exit_code = exit_code
 
     def __init__(self, message: str, hint: str = "", *, context: dict[str, str] | None = None):
         super().__init__(message)
@@ -56,52 +70,40 @@ class MyaccelError(Exception):
         return self.message
 
 
-class UsageError(MyaccelError):
+class UsageError(MyaccelError, code="usage", exit_code=ExitCode.USAGE):
     """Bad input from the command line or an input file."""
 
-    exit_code = ExitCode.USAGE
-    code = "usage"
+
+class SysrootError(UsageError, code="sysroot"):
+    pass
 
 
-class SysrootError(UsageError):
-    code = "sysroot"
+class BinaryError(UsageError, code="binary"):
+    pass
 
 
-class BinaryError(UsageError):
-    code = "binary"
+class ConnectionFailed(MyaccelError, code="connection", exit_code=ExitCode.CONNECTION):
+    pass
 
 
-class ConnectionFailed(MyaccelError):
-    exit_code = ExitCode.CONNECTION
-    code = "connection"
+class ToolMissing(MyaccelError, code="tool-missing", exit_code=ExitCode.TOOL_MISSING):
+    pass
 
 
-class ToolMissing(MyaccelError):
-    exit_code = ExitCode.TOOL_MISSING
-    code = "tool-missing"
+class SandboxError(MyaccelError, code="sandbox", exit_code=ExitCode.SANDBOX):
+    pass
 
 
-class SandboxError(MyaccelError):
-    exit_code = ExitCode.SANDBOX
-    code = "sandbox"
-
-
-class DataError(MyaccelError):
+class DataError(MyaccelError, code="data", exit_code=ExitCode.DATA_ERROR):
     """A file myaccel wrote itself and reads back is damaged or of another version."""
 
-    exit_code = ExitCode.DATA_ERROR
-    code = "data"
+
+class ProcessFailed(MyaccelError, code="process"):
+    pass
 
 
-class ProcessFailed(MyaccelError):
-    code = "process"
-
-
-class NoValidRuns(MyaccelError):
+class NoValidRuns(MyaccelError, code="no-valid-runs", exit_code=ExitCode.NO_VALID_RUNS):
     """Every benchmark run of a command was invalid: there is nothing to report."""
-
-    exit_code = ExitCode.NO_VALID_RUNS
-    code = "no-valid-runs"
 
 
 def validation_summary(exc: Exception) -> str:

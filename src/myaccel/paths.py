@@ -11,3 +11,15 @@ def myaccel_home() -> Path:
     if env:
         return Path(env).expanduser().resolve()
     return Path.home() / ".local" / "share" / "myaccel"
+
+
+class Below:
+    """A read-only attribute for a path below another path attribute of the same object:
+    ``error_log = Below("dir", "mysqld.err")`` reads as ``self.dir / "mysqld.err"``."""
+
+    def __init__(self, base: str, name: str) -> None:
+        self.base = base
+        self.name = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> Path:
+        return Path(getattr(obj, self.base)) / self.name

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -168,6 +168,16 @@ def _not_found(args: Sequence[str], exc: OSError) -> ToolMissing:
     )
 
 
+@contextlib.contextmanager
+def _launching(args: Sequence[str]) -> Iterator[None]:
+    """Start a program inside this block: one that is missing or not executable becomes a
+    ``ToolMissing`` naming the package to install."""
+    try:
+        yield
+    except (FileNotFoundError, PermissionError) as exc:
+        raise _not_found(args, exc) from exc
+
+
 class PopenChild:
     """A ``Child`` backed by ``subprocess.Popen``."""
 
@@ -222,19 +232,18 @@ class SystemRunner:
         args = tuple(str(a) for a in argv)
         t0 = time.monotonic()
         try:
-            cp = subprocess.run(
-                args,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout_s,
-                env=_merged_env(env),
-                input=input_text,
-                cwd=cwd,
-                check=False,
-            )
-        except (FileNotFoundError, PermissionError) as exc:
-            raise _not_found(args, exc) from exc
+            with _launching(args):
+                cp = subprocess.run(
+                    args,
+                    capture_output=True,
+                    text=True,
+                    errors="replace",
+                    timeout=timeout_s,
+                    env=_merged_env(env),
+                    input=input_text,
+                    cwd=cwd,
+                    check=False,
+                )
         except subprocess.TimeoutExpired as exc:
             raise ProcessFailed(
                 f"'{Path(args[0]).name}' did not finish within {timeout_s:.0f} s",
@@ -253,7 +262,7 @@ class SystemRunner:
     ) -> Streamed:
         args = tuple(str(a) for a in argv)
         t0 = time.monotonic()
-        try:
+        with _launching(args):
             p = subprocess.Popen(
                 args,
                 cwd=cwd,
@@ -265,8 +274,6 @@ class SystemRunner:
                 errors="replace",
                 bufsize=1,
             )
-        except (FileNotFoundError, PermissionError) as exc:
-            raise _not_found(args, exc) from exc
         timed_out = threading.Event()
 
         def _kill() -> None:
@@ -299,7 +306,7 @@ class SystemRunner:
         new_session: bool,
     ) -> Child:
         args = [str(a) for a in argv]
-        try:
+        with _launching(args):
             p = subprocess.Popen(
                 args,
                 stdin=subprocess.DEVNULL,
@@ -310,6 +317,4 @@ class SystemRunner:
                 cwd=cwd,
                 env=_merged_env(env),
             )
-        except (FileNotFoundError, PermissionError) as exc:
-            raise _not_found(args, exc) from exc
         return PopenChild(p)

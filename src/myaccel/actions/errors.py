@@ -9,40 +9,25 @@ from __future__ import annotations
 from myaccel.errors import ExitCode, MyaccelError
 
 
-class ApplyError(MyaccelError):
+class ApplyError(MyaccelError, code="apply", exit_code=ExitCode.APPLY_FAILED):
     """A change could not be made (or read back); the context names the journal."""
 
-    exit_code = ExitCode.APPLY_FAILED
-    code = "apply"
 
-
-class JournalError(MyaccelError):
+class JournalError(MyaccelError, code="journal", exit_code=ExitCode.APPLY_FAILED):
     """A journal cannot be used as asked (missing, another host, a newer one in effect)."""
 
-    exit_code = ExitCode.APPLY_FAILED
-    code = "journal"
 
-
-class JournalCorrupt(JournalError):
+class JournalCorrupt(JournalError, code="journal-corrupt", exit_code=ExitCode.DATA_ERROR):
     """A journal's checksum or structure does not match: it was edited or damaged."""
 
-    exit_code = ExitCode.DATA_ERROR
-    code = "journal-corrupt"
 
-
-class UnfinishedJournal(JournalError):
+class UnfinishedJournal(JournalError, code="journal-unfinished"):
     """An earlier apply or rollback stopped half way (crash, power loss, kill -9)."""
 
-    code = "journal-unfinished"
 
-
-class RollbackIncomplete(JournalError):
+class RollbackIncomplete(JournalError, code="rollback-incomplete"):
     """Some entries could not be reverted; the journal stays unfinished so a retry resumes."""
 
-    code = "rollback-incomplete"
 
-
-class Busy(JournalError):
+class Busy(JournalError, code="busy"):
     """Another apply or rollback holds the journal lock."""
-
-    code = "busy"

@@ -60,6 +60,11 @@ class FileState(BaseModel):
         return None if self.mode is None else int(self.mode, 8)
 
 
+def _denied(what: str, more: str) -> ApplyError:
+    """``cannot WHAT: permission denied``; the hint says to run as root, then ``more``."""
+    return ApplyError(f"cannot {what}: permission denied", hint=f"run as root (sudo){more}")
+
+
 def host_path(root: Path, logical: str) -> Path:
     return root / logical.lstrip("/")
 
@@ -122,10 +127,7 @@ def _read_bytes(p: Path, logical: str) -> bytes:
     try:
         return p.read_bytes()
     except PermissionError as exc:
-        raise ApplyError(
-            f"cannot read {logical}: permission denied",
-            hint="run as root (sudo) to change system settings",
-        ) from exc
+        raise _denied(f"read {logical}", " to change system settings") from exc
 
 
 def read_bytes(root: Path, logical: str) -> bytes | None:
@@ -136,10 +138,7 @@ def read_bytes(root: Path, logical: str) -> bytes | None:
     except FileNotFoundError:
         return None
     except PermissionError as exc:
-        raise ApplyError(
-            f"cannot read {logical}: permission denied",
-            hint="run as root (sudo) to read or change system settings",
-        ) from exc
+        raise _denied(f"read {logical}", " to read or change system settings") from exc
 
 
 def ensure_dirs(root: Path, logical_dirs: list[str]) -> None:
@@ -152,10 +151,7 @@ def ensure_dirs(root: Path, logical_dirs: list[str]) -> None:
             p.mkdir(mode=DEFAULT_DIR_MODE)
             os.chmod(p, DEFAULT_DIR_MODE)  # umask-independent
         except PermissionError as exc:
-            raise ApplyError(
-                f"cannot create directory {d}: permission denied",
-                hint="run as root (sudo) to change system settings",
-            ) from exc
+            raise _denied(f"create directory {d}", " to change system settings") from exc
         fsync_dir(p.parent)
 
 
@@ -174,10 +170,7 @@ def write_file_durably(
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     except PermissionError as exc:
-        raise ApplyError(
-            f"cannot write {logical}: permission denied",
-            hint="run as root (sudo) to change system settings",
-        ) from exc
+        raise _denied(f"write {logical}", " to change system settings") from exc
     except FileNotFoundError as exc:
         raise ApplyError(
             f"cannot write {logical}: directory {os.path.dirname(logical)} does not exist",
@@ -251,10 +244,7 @@ def restore_file(root: Path, state: FileState) -> bool:
         try:
             p.unlink()
         except PermissionError as exc:
-            raise ApplyError(
-                f"cannot remove {state.path}: permission denied",
-                hint="run as root (sudo) to roll back system settings",
-            ) from exc
+            raise _denied(f"remove {state.path}", " to roll back system settings") from exc
         fsync_dir(p.parent)
         changed = True
     for d in reversed(state.missing_dirs):  # deepest first
@@ -302,10 +292,7 @@ def read_kernel_value(root: Path, logical: str) -> str | None:
     except FileNotFoundError:
         return None
     except PermissionError as exc:
-        raise ApplyError(
-            f"cannot read {logical}: permission denied",
-            hint="run as root (sudo); debugfs is readable by root only",
-        ) from exc
+        raise _denied(f"read {logical}", "; debugfs is readable by root only") from exc
     except OSError as exc:
         raise ApplyError(f"cannot read {logical}: {exc.strerror or exc}") from exc
     selected, _ = parse_choice(text)
@@ -346,10 +333,7 @@ def write_kernel_value(root: Path, logical: str, value: str, *, emulate: bool) -
             hint="the kernel does not offer this setting; skip it",
         ) from exc
     except PermissionError as exc:
-        raise ApplyError(
-            f"cannot write {logical}: permission denied",
-            hint="run as root (sudo) to change kernel settings",
-        ) from exc
+        raise _denied(f"write {logical}", " to change kernel settings") from exc
     try:
         os.write(fd, payload.encode())
     except OSError as exc:

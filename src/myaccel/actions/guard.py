@@ -36,18 +36,16 @@ RELAX_HINT = (
 REMAKE_HINT = "re-make the plan with `myaccel plan --durability relaxed --out plan.json`"
 
 
-class PlanRefused(UsageError):
+class PlanRefused(UsageError, code="plan-refused"):
     """The plan asks for a change apply must not make (nothing was changed)."""
 
-    code = "plan-refused"
+
+class DurabilityRefused(PlanRefused, code="plan-durability"):
+    pass
 
 
-class DurabilityRefused(PlanRefused):
-    code = "plan-durability"
-
-
-class ValueRefused(PlanRefused):
-    code = "plan-value"
+class ValueRefused(PlanRefused, code="plan-value"):
+    pass
 
 
 @dataclass(frozen=True)

@@ -85,119 +85,64 @@ class Profile:
         return self.duration_s + self.warmup_s
 
 
-PROFILES: dict[str, Profile] = {
-    p.name: p
-    for p in (
-        Profile(
-            name="quick",
-            description=(
-                "Read-only and read-write at 8 threads, 10 s runs, on 8 x 100,000 rows (~185 MiB: "
-                "more than the 128 MiB default buffer pool, as any real database)."
-            ),
-            source="myaccel",
-            workloads=("oltp_read_only", "oltp_read_write"),
-            threads=(8,),
-            tables=8,
-            table_size=100_000,
-            duration_s=10,
-            warmup_s=3,
-            runs_per_arm=5,
-        ),
-        Profile(
-            name="standard",
-            description="RO, RW, WO and point select at 1, 8 and 32 threads, 30 s runs.",
-            source="myaccel",
-            workloads=("oltp_read_only", "oltp_read_write", "oltp_write_only", "oltp_point_select"),
-            threads=(1, 8, 32),
-            tables=8,
-            table_size=100_000,
-            duration_s=30,
-            warmup_s=10,
-            runs_per_arm=5,
-        ),
-        Profile(
-            name="full",
-            description="Six workloads over a thread sweep, 60 s runs, 16 x 1M rows.",
-            source="myaccel",
-            workloads=(
-                "oltp_read_only",
-                "oltp_read_write",
-                "oltp_write_only",
-                "oltp_point_select",
-                "oltp_update_index",
-                "oltp_insert",
-            ),
-            threads=(1, 4, 8, 16, 32, 64),
-            tables=16,
-            table_size=1_000_000,
-            duration_s=60,
-            warmup_s=15,
-            runs_per_arm=5,
-        ),
-        Profile(
-            name="yitian",
-            description="MySQL 8.0.34 on Yitian 710 (ECS g8y): RO/RW/WO, 64 threads, 32 x 25,000 rows, 1200 s.",
-            source="seeds/000 (one-click tuning of self-built MySQL on Yitian 710)",
-            workloads=("oltp_read_only", "oltp_read_write", "oltp_write_only"),
-            threads=(64,),
-            tables=32,
-            table_size=25_000,
-            duration_s=1200,
-            warmup_s=60,
-            runs_per_arm=3,
-        ),
-        Profile(
-            name="polardb-cpu",
-            description="PolarDB on Yitian, CPU-bound: 10 x 10M rows (~24 GB), threads 1..256, 300 s, uniform, report every 20 s.",
-            source="seeds/001 (PolarDB full-path optimization on Yitian)",
-            workloads=("oltp_read_write", "oltp_read_only", "oltp_write_only"),
-            threads=(1, 8, 32, 64, 128, 256),
-            tables=10,
-            table_size=10_000_000,
-            duration_s=300,
-            warmup_s=30,
-            report_interval_s=20,
-            runs_per_arm=3,
-        ),
-        Profile(
-            name="polardb-io",
-            description="PolarDB on Yitian, IO-bound: 10 x 40M rows (~100 GB), threads 1..256, 300 s, uniform.",
-            source="seeds/001 (PolarDB full-path optimization on Yitian)",
-            workloads=("oltp_read_write", "oltp_read_only", "oltp_write_only"),
-            threads=(1, 8, 32, 64, 128, 256),
-            tables=10,
-            table_size=40_000_000,
-            duration_s=300,
-            warmup_s=30,
-            report_interval_s=20,
-            runs_per_arm=3,
-        ),
-        Profile(
-            name="tdsql",
-            description="TDSQL-C compile-optimized kernel: point select and RW at 256 threads, 300 tables x 800,000 rows (the 8c32g row).",
-            source="seeds/003 (TDSQL-C PGO+LTO)",
-            workloads=("oltp_point_select", "oltp_read_write"),
-            threads=(256,),
-            tables=300,
-            table_size=800_000,
-            duration_s=300,
-            warmup_s=30,
-            runs_per_arm=3,
-        ),
-        Profile(
-            name="kunpeng",
-            description="MySQL 5.7.21 on Kunpeng 920: read-write at 256 threads (table layout not published; 32 x 1M used).",
-            source="seeds/004 (sysbench tuning on Kunpeng 920)",
-            workloads=("oltp_read_write",),
-            threads=(256,),
-            tables=32,
-            table_size=1_000_000,
-            duration_s=300,
-            warmup_s=30,
-            runs_per_arm=3,
-        ),
+_RO, _RW, _WO, _PS = "oltp_read_only", "oltp_read_write", "oltp_write_only", "oltp_point_select"
+_POLARDB = "seeds/001 (PolarDB full-path optimization on Yitian)"
+# name, workloads, threads, tables, rows per table, run s, warm-up s, runs per arm,
+# report interval s; then the source and the description.
+_Row = tuple[str, tuple[str, ...], tuple[int, ...], int, int, int, int, int, int, str, str]
+# fmt: off
+_ROWS: tuple[_Row, ...] = (
+    ("quick", (_RO, _RW), (8,), 8, 100_000, 10, 3, 5, 1,
+     "myaccel",
+     "Read-only and read-write at 8 threads, 10 s runs, on 8 x 100,000 rows (~185 MiB: "
+     "more than the 128 MiB default buffer pool, as any real database)."),
+    ("standard", (_RO, _RW, _WO, _PS), (1, 8, 32), 8, 100_000, 30, 10, 5, 1,
+     "myaccel",
+     "RO, RW, WO and point select at 1, 8 and 32 threads, 30 s runs."),
+    ("full", (_RO, _RW, _WO, _PS, "oltp_update_index", "oltp_insert"), (1, 4, 8, 16, 32, 64),
+     16, 1_000_000, 60, 15, 5, 1,
+     "myaccel",
+     "Six workloads over a thread sweep, 60 s runs, 16 x 1M rows."),
+    ("yitian", (_RO, _RW, _WO), (64,), 32, 25_000, 1200, 60, 3, 1,
+     "seeds/000 (one-click tuning of self-built MySQL on Yitian 710)",
+     "MySQL 8.0.34 on Yitian 710 (ECS g8y): RO/RW/WO, 64 threads, 32 x 25,000 rows, 1200 s."),
+    ("polardb-cpu", (_RW, _RO, _WO), (1, 8, 32, 64, 128, 256), 10, 10_000_000, 300, 30, 3, 20,
+     _POLARDB,
+     "PolarDB on Yitian, CPU-bound: 10 x 10M rows (~24 GB), threads 1..256, 300 s, uniform, "
+     "report every 20 s."),
+    ("polardb-io", (_RW, _RO, _WO), (1, 8, 32, 64, 128, 256), 10, 40_000_000, 300, 30, 3, 20,
+     _POLARDB,
+     "PolarDB on Yitian, IO-bound: 10 x 40M rows (~100 GB), threads 1..256, 300 s, uniform."),
+    ("tdsql", (_PS, _RW), (256,), 300, 800_000, 300, 30, 3, 1,
+     "seeds/003 (TDSQL-C PGO+LTO)",
+     "TDSQL-C compile-optimized kernel: point select and RW at 256 threads, 300 tables x "
+     "800,000 rows (the 8c32g row)."),
+    ("kunpeng", (_RW,), (256,), 32, 1_000_000, 300, 30, 3, 1,
+     "seeds/004 (sysbench tuning on Kunpeng 920)",
+     "MySQL 5.7.21 on Kunpeng 920: read-write at 256 threads (table layout not published; "
+     "32 x 1M used)."),
+)
+# fmt: on
+
+
+def _profile(row: _Row) -> Profile:
+    name, workloads, threads, tables, rows, run_s, warmup_s, runs, interval_s, source, about = row
+    return Profile(
+        name=name,
+        description=about,
+        source=source,
+        workloads=workloads,
+        threads=threads,
+        tables=tables,
+        table_size=rows,
+        duration_s=run_s,
+        warmup_s=warmup_s,
+        report_interval_s=interval_s,
+        runs_per_arm=runs,
     )
-}
+
+
+PROFILES: dict[str, Profile] = {row[0]: _profile(row) for row in _ROWS}
 
 
 def get_profile(name: str) -> Profile:

@@ -215,19 +215,21 @@ class DatasetState:
     size_bytes: int = 0
 
 
+def _table_names(conn: pymysql.connections.Connection[Any], db: str) -> list[str]:
+    """The names of the tables in schema ``db``."""
+    rows = query_rows(
+        conn,
+        "SELECT table_name FROM information_schema.TABLES WHERE table_schema = " + conn.escape(db),
+    )
+    return [str(r[0]) for r in rows]
+
+
 def dataset_state(target: ConnectParams, db: str = DB) -> DatasetState:
     conn = connect(target)
     try:
         with conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{db}`")
-        names = [
-            str(r[0])
-            for r in query_rows(
-                conn,
-                "SELECT table_name FROM information_schema.TABLES WHERE table_schema = "
-                + conn.escape(db),
-            )
-        ]
+        names = _table_names(conn, db)
         numbered = [n for n in names if n.startswith("sbtest") and n[6:].isdigit()]
         marker: dict[str, str] = {}
         if MARKER_TABLE in names:
@@ -288,14 +290,7 @@ def verify_dataset(target: ConnectParams, tables: int, table_size: int, db: str 
 def cleanup_dataset(target: ConnectParams, db: str = DB) -> None:
     conn = connect(target)
     try:
-        names = [
-            str(r[0])
-            for r in query_rows(
-                conn,
-                "SELECT table_name FROM information_schema.TABLES WHERE table_schema = "
-                + conn.escape(db),
-            )
-        ]
+        names = _table_names(conn, db)
         with conn.cursor() as cur:
             for n in names:
                 if (n.startswith("sbtest") and n[6:].isdigit()) or n == MARKER_TABLE:

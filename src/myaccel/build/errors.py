@@ -5,34 +5,25 @@ from __future__ import annotations
 from myaccel.errors import ExitCode, MyaccelError, ToolMissing, UsageError
 
 
-class TreeError(UsageError):
+class TreeError(UsageError, code="build-tree"):
     """Not a supported source tree (checked before anything is built)."""
 
-    code = "build-tree"
 
-
-class BuildOptionError(UsageError):
+class BuildOptionError(UsageError, code="build-option"):
     """A requested optimization that cannot work for this tree or target CPU."""
 
-    code = "build-option"
 
-
-class DependencyMissing(ToolMissing):
+class DependencyMissing(ToolMissing, code="build-deps"):
     """A tool or library the build needs is not installed (we never download)."""
 
-    code = "build-deps"
 
-
-class BuildFailed(MyaccelError):
+class BuildFailed(MyaccelError, code="build-failed", exit_code=ExitCode.APPLY_FAILED):
     """A stage (configure, compile, training, BOLT, ...) failed; the log names the cause."""
 
-    exit_code = ExitCode.APPLY_FAILED
-    code = "build-failed"
+
+class TrainingError(BuildFailed, code="build-training"):
+    pass
 
 
-class TrainingError(BuildFailed):
-    code = "build-training"
-
-
-class VerifyFailed(BuildFailed):
-    code = "build-verify"
+class VerifyFailed(BuildFailed, code="build-verify"):
+    pass

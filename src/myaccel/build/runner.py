@@ -20,6 +20,7 @@ from myaccel.build.flags import BuildRequest, PhaseFlags, TargetCpu, Toolchain
 from myaccel.build.manifest import BuildManifest, StageRecord, digest_of, now_iso
 from myaccel.build.tree import SourceTree
 from myaccel.errors import MyaccelError, ToolMissing
+from myaccel.paths import Below
 
 
 class ProgressSink(Protocol):
@@ -49,37 +50,14 @@ class Layout:
 
     out: Path
 
-    @property
-    def build(self) -> Path:  # ONE build path for the instrumented and the final build
-        return self.out / "build"
-
-    @property
-    def profile(self) -> Path:
-        return self.out / "profile"
-
-    @property
-    def train_install(self) -> Path:
-        return self.out / "train-install"
-
-    @property
-    def install(self) -> Path:
-        return self.out / "install"
-
-    @property
-    def logs(self) -> Path:
-        return self.out / "logs"
-
-    @property
-    def work(self) -> Path:  # sandboxes, perf data, callgrind output
-        return self.out / "work"
-
-    @property
-    def patches(self) -> Path:
-        return self.out / "patches"
-
-    @property
-    def bolt(self) -> Path:
-        return self.out / "bolt"
+    build = Below("out", "build")  # ONE build path for the instrumented and the final build
+    profile = Below("out", "profile")
+    train_install = Below("out", "train-install")
+    install = Below("out", "install")
+    logs = Below("out", "logs")
+    work = Below("out", "work")  # sandboxes, perf data, callgrind output
+    patches = Below("out", "patches")
+    bolt = Below("out", "bolt")
 
 
 @dataclass
@@ -257,20 +235,13 @@ def run_stages(ctx: BuildContext, stages: Sequence[Stage]) -> None:
             log.write(f"# myaccel build stage {st.name}: {st.title} ({now_iso()})\n")
             try:
                 detail = st.run(ctx, log)
-            except MyaccelError as exc:
-                rec.status = "failed"
-                rec.reason = exc.message
-                rec.duration_s = round(time.monotonic() - t0, 2)
-                log.write(f"# FAILED: {exc.message}\n# hint: {exc.hint}\n")
-                ctx.manifest.upsert(rec)
-                ctx.manifest.status = "failed"
-                ctx.manifest.error = f"{st.name}: {exc.message}"
-                ctx.save()
-                ctx.progress.stage_finished(st.name, "failed", rec.duration_s, exc.message)
-                raise
             except BaseException as exc:
                 rec.status = "failed"
-                rec.reason = f"{type(exc).__name__}: {exc}"[:300]
+                if isinstance(exc, MyaccelError):
+                    rec.reason = exc.message
+                    log.write(f"# FAILED: {exc.message}\n# hint: {exc.hint}\n")
+                else:
+                    rec.reason = f"{type(exc).__name__}: {exc}"[:300]
                 rec.duration_s = round(time.monotonic() - t0, 2)
                 ctx.manifest.upsert(rec)
                 ctx.manifest.status = "failed"

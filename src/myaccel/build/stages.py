@@ -47,11 +47,23 @@ def server_binary(ctx: BuildContext, install: Path) -> Path | None:
     return None
 
 
-class ConfigureStage(Stage):
+class PhaseStage(Stage):
+    """A stage run once per build phase: named ``<base_name>-instrumented`` in the PGO
+    training phase and ``<base_name>`` in the final one; ``titles`` are (instrumented, final)."""
+
+    base_name = ""
+    titles = ("", "")
+
     def __init__(self, phase: Phase) -> None:
         self.phase: Phase = phase
-        self.name = "configure-instrumented" if phase == "instrumented" else "configure"
-        self.title = f"cmake ({'PGO instrumented' if phase == 'instrumented' else 'final'} flags)"
+        instrumented = phase == "instrumented"
+        self.name = f"{self.base_name}-instrumented" if instrumented else self.base_name
+        self.title = self.titles[0] if instrumented else self.titles[1]
+
+
+class ConfigureStage(PhaseStage):
+    base_name = "configure"
+    titles = ("cmake (PGO instrumented flags)", "cmake (final flags)")
 
     def inputs(self, ctx: BuildContext) -> dict[str, Any]:
         return {
@@ -135,11 +147,9 @@ def find_downloads(build: Path) -> list[str]:
     return sorted(set(found))
 
 
-class CompileStage(Stage):
-    def __init__(self, phase: Phase) -> None:
-        self.phase: Phase = phase
-        self.name = "build-instrumented" if phase == "instrumented" else "build"
-        self.title = f"compile ({'PGO instrumented' if phase == 'instrumented' else 'final'})"
+class CompileStage(PhaseStage):
+    base_name = "build"
+    titles = ("compile (PGO instrumented)", "compile (final)")
 
     def inputs(self, ctx: BuildContext) -> dict[str, Any]:
         return {"jobs": ctx.request.jobs, "phase": self.phase}
@@ -198,13 +208,9 @@ class CompileStage(Stage):
         return detail
 
 
-class InstallStage(Stage):
-    def __init__(self, phase: Phase) -> None:
-        self.phase: Phase = phase
-        self.name = "install-instrumented" if phase == "instrumented" else "install"
-        self.title = "install " + (
-            "the instrumented tree" if phase == "instrumented" else "the install tree"
-        )
+class InstallStage(PhaseStage):
+    base_name = "install"
+    titles = ("install the instrumented tree", "install the install tree")
 
     def target(self, ctx: BuildContext) -> Path:
         return ctx.layout.train_install if self.phase == "instrumented" else ctx.layout.install

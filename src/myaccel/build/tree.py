@@ -149,6 +149,9 @@ class SourceTree:
         return self.adapter.version_str
 
 
+# The directories whose objects are the server proper, in MariaDB and MySQL trees alike.
+_SERVER_HOT_DIRS = ("sql", "storage/innobase", "mysys", "strings", "vio", "sql-common")
+
 # ---------------------------------------------------------------- MariaDB
 
 MARIADB_SUPPORTED = ((10, 6), (11, 99))  # 10.6 LTS .. 11.x
@@ -253,10 +256,7 @@ def _mariadb_adapter(tree: Path, version: tuple[int, int, int]) -> TreeAdapter:
         lean_options=tuple(lean),
         offline_options=tuple(offline),
         unset_cache=("HAVE_SYSTEM_LIBFMT", "HAVE_PCRE2_MATCH_8"),
-        lto_mode="ipo",
-        pgo_mode="flags",
         cacheline_mode="cmake" if carries else "cmake+define",
-        trainer="sandbox",
         hot_sources=(
             "sql/sql_parse.cc",
             "sql/sql_select.cc",
@@ -265,7 +265,7 @@ def _mariadb_adapter(tree: Path, version: tuple[int, int, int]) -> TreeAdapter:
             "storage/innobase/buf/buf0buf.cc",
             "storage/innobase/row/row0sel.cc",
         ),
-        hot_dirs=("sql", "storage/innobase", "mysys", "strings", "vio", "sql-common"),
+        hot_dirs=_SERVER_HOT_DIRS,
         config_headers=("include/my_config.h", "config.h"),
         notes=tuple(notes),
     )
@@ -336,9 +336,8 @@ def _mysql_adapter(
         lto_mode="mysql-with-lto" if has_with_lto else "ipo",
         pgo_mode="mysql-fprofile" if has_fprofile else "flags",
         cacheline_mode="patch",
-        trainer="sandbox",
         hot_sources=hot,
-        hot_dirs=("sql", "storage/innobase", "mysys", "strings", "vio", "sql-common"),
+        hot_dirs=_SERVER_HOT_DIRS,
         config_headers=("include/my_config.h", "my_config.h"),
     )
 
@@ -405,9 +404,6 @@ def _kvlab_adapter(version: tuple[int, int, int]) -> TreeAdapter:
         version=version,
         server_binaries=("bin/kvlabd",),
         server_target="kvlabd",
-        lto_mode="ipo",
-        pgo_mode="flags",
-        cacheline_mode="cmake",
         trainer="fixture",
         hot_sources=("src/main.cpp", "src/store.cpp", "src/workload.cpp", "src/index.cpp"),
         hot_dirs=("src",),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,16 @@ def _c(id_: str, title: str, status: str, evidence: str, expected: str = "") -> 
     return CheckResult(id=id_, title=title, status=status, evidence=evidence, expected=expected)
 
 
+def _readable(base: Path, rels: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(relative path, text) of each of ``rels`` under ``base`` that can be read."""
+    for rel in rels:
+        try:
+            text = (base / rel).read_text(errors="replace")
+        except OSError:
+            continue
+        yield rel, text
+
+
 def cacheline_found(
     build_dir: Path, headers: list[str], source_dir: Path | None
 ) -> tuple[set[int], list[str]]:
@@ -34,12 +45,7 @@ def cacheline_found(
     in compile_commands.json, and a patched InnoDB constant; with where they were seen."""
     values: set[int] = set()
     where: list[str] = []
-    for rel in headers:
-        p = build_dir / rel
-        try:
-            text = p.read_text(errors="replace")
-        except OSError:
-            continue
+    for rel, text in _readable(build_dir, headers):
         for m in _DEFINE_RE.finditer(text):
             values.add(int(m.group(1)))
             where.append(f"{rel}: #define CPU_LEVEL1_DCACHE_LINESIZE {m.group(1)}")
@@ -61,12 +67,7 @@ def cacheline_found(
     if source_dir is not None:
         from myaccel.build.patch import CANDIDATES
 
-        for rel in CANDIDATES:
-            p = source_dir / rel
-            try:
-                text = p.read_text(errors="replace")
-            except OSError:
-                continue
+        for rel, text in _readable(source_dir, CANDIDATES):
             mc = re.search(
                 r"(?:INNODB_CACHE_LINE_SIZE\s*=\s*|INNOBASE_CACHE_LINE_SIZE\s+)(\d+)\s*;?\s*$",
                 text.split("#else", 1)[-1],

@@ -7,36 +7,18 @@ from __future__ import annotations
 
 import math
 
+from myaccel.facts.cgroup import ancestors, cgroup_paths
 from myaccel.facts.sysroot import Sysroot, parse_cpu_list
 from myaccel.model import Fact, Facts, known, unknown
 
 V1_CPU_BASES = ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu")
 
 
-def _cgroup_paths(text: str) -> tuple[str | None, str | None]:
-    v2 = v1 = None
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        hid, ctrls, path = parts
-        if hid == "0" and ctrls == "":
-            v2 = path
-        elif "cpu" in ctrls.split(","):
-            v1 = path
-    return v2, v1
-
-
-def _ancestors(base: str, path: str) -> list[str]:
-    parts = [p for p in path.strip("/").split("/") if p]
-    return [base + ("/" + "/".join(parts[:d]) if d else "") for d in range(len(parts), -1, -1)]
-
-
 def _quota_v2(sr: Sysroot, path: str) -> Fact[float]:
     best: float | None = None
     src = ""
     seen = False
-    for d in _ancestors("/sys/fs/cgroup", path):
+    for d in ancestors("/sys/fs/cgroup", path):
         raw = sr.read_text(f"{d}/cpu.max")
         if raw is None:
             continue
@@ -64,7 +46,7 @@ def _quota_v1(sr: Sysroot, path: str) -> Fact[float]:
             continue
         best: float | None = None
         src = ""
-        for d in _ancestors(base, path):
+        for d in ancestors(base, path):
             q, p = sr.read_text(f"{d}/cpu.cfs_quota_us"), sr.read_text(f"{d}/cpu.cfs_period_us")
             if q is None or p is None:
                 continue
@@ -88,7 +70,7 @@ def cgroup_cpu_quota(sr: Sysroot, cgroup_file: str) -> Fact[float]:
     text = sr.read_text(cgroup_file)
     if text is None:
         return unknown("cannot read the process's cgroup file", cgroup_file)
-    v2, v1 = _cgroup_paths(text)
+    v2, v1 = cgroup_paths(text, "cpu")
     if v1 is not None:
         return _quota_v1(sr, v1)
     if v2 is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from myaccel.facts.cgroup import ancestors, cgroup_paths
 from myaccel.facts.sysroot import Sysroot, parse_int, parse_size
 from myaccel.model import Fact, MemoryFacts, known, unknown
 
@@ -60,17 +61,7 @@ def cgroup_memory(sr: Sysroot, cgroup_file: str) -> tuple[Fact[str], Fact[str], 
     if text is None:
         r = unknown("cannot read the process's cgroup file", cgroup_file)
         return r, r, r
-    v2_path: str | None = None
-    v1_path: str | None = None
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        hid, ctrls, path = parts
-        if hid == "0" and ctrls == "":
-            v2_path = path
-        elif "memory" in ctrls.split(","):
-            v1_path = path
+    v2_path, v1_path = cgroup_paths(text, "memory")
     if v1_path is not None:
         base = "/sys/fs/cgroup/memory"
         limit = _walk_limit(sr, base, v1_path, "memory.limit_in_bytes")
@@ -83,12 +74,10 @@ def cgroup_memory(sr: Sysroot, cgroup_file: str) -> tuple[Fact[str], Fact[str], 
 
 
 def _walk_limit(sr: Sysroot, base: str, path: str, fname: str) -> Fact[int]:
-    parts = [p for p in path.strip("/").split("/") if p]
     best: int | None = None
     binding = ""
     seen: list[str] = []
-    for depth in range(len(parts), -1, -1):
-        d = base + ("/" + "/".join(parts[:depth]) if depth else "")
+    for d in ancestors(base, path):
         raw = sr.read_text(f"{d}/{fname}")
         if raw is None:
             continue

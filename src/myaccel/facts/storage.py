@@ -83,42 +83,34 @@ def _scheduler(raw: Fact[str]) -> tuple[Fact[str], Fact[list[str]]]:
     return known(sel, raw.source), known(avail, raw.source)
 
 
+def _no_mount(path: Fact[str], why: str) -> StorageFacts:
+    """Every fact but the path unknown, for one reason (the mount was not found)."""
+    u = unknown(why, MOUNTINFO)
+    return StorageFacts(
+        path=path,
+        mount_point=u,
+        fs_type=u,
+        mount_options=u,
+        device=u,
+        block_device=u,
+        rotational=u,
+        scheduler=u,
+        schedulers_available=u,
+        nr_requests=u,
+        model=u,
+    )
+
+
 def collect_storage(sr: Sysroot, path: str) -> StorageFacts:
     if sr.live:
         path = os.path.realpath(path)
     path_f: Fact[str] = known(path, "argument")
     text = sr.read_text(MOUNTINFO)
     if text is None:
-        u = unknown("cannot read /proc/self/mountinfo", MOUNTINFO)
-        return StorageFacts(
-            path=path_f,
-            mount_point=u,
-            fs_type=u,
-            mount_options=u,
-            device=u,
-            block_device=u,
-            rotational=u,
-            scheduler=u,
-            schedulers_available=u,
-            nr_requests=u,
-            model=u,
-        )
+        return _no_mount(path_f, "cannot read /proc/self/mountinfo")
     m = find_mount(parse_mountinfo(text), path)
     if m is None:
-        u = unknown(f"no mount found for {path}", MOUNTINFO)
-        return StorageFacts(
-            path=path_f,
-            mount_point=u,
-            fs_type=u,
-            mount_options=u,
-            device=u,
-            block_device=u,
-            rotational=u,
-            scheduler=u,
-            schedulers_available=u,
-            nr_requests=u,
-            model=u,
-        )
+        return _no_mount(path_f, f"no mount found for {path}")
     opts = m.options + ("," + m.super_options if m.super_options else "")
     disk: str | None = None
     why = ""

@@ -46,30 +46,28 @@ JsonValue = StrictBool | StrictInt | StrictFloat | StrictStr
 # ------------------------------------------------------------------ errors
 
 
-class KnobError(UsageError):
-    code = "knob"
+class KnobError(UsageError, code="knob"):
+    pass
 
 
-class UnknownKnob(KnobError):
-    code = "knob-unknown"
+class UnknownKnob(KnobError, code="knob-unknown"):
+    pass
 
 
-class KnobNotAvailable(KnobError):
-    code = "knob-not-available"
+class KnobNotAvailable(KnobError, code="knob-not-available"):
+    pass
 
 
-class InvalidKnobValue(KnobError):
-    code = "knob-value"
+class InvalidKnobValue(KnobError, code="knob-value"):
+    pass
 
 
-class DefaultNotComputable(KnobError):
-    code = "knob-default"
+class DefaultNotComputable(KnobError, code="knob-default"):
+    pass
 
 
-class CatalogError(MyaccelError):
+class CatalogError(MyaccelError, code="knob-catalog"):
     """The catalog data file is missing or inconsistent (a bug in myaccel, not the user's)."""
-
-    code = "knob-catalog"
 
 
 # ------------------------------------------------------------------ data file schema

@@ -181,13 +181,8 @@ def _run_rules(ctx: RuleContext, want: list[str], skipped: list[Skipped]) -> lis
         for r in out:
             if ctx.durability != "relaxed" and (r.group == "durability" or _durability_change(r)):
                 knob = target_knob(r.target) or r.target
-                skipped.append(
-                    Skipped(
-                        id=r.id,
-                        layer=r.layer,
-                        reason=f"durability knob ({knob}): only with --durability relaxed",
-                    )
-                )
+                why = f"durability knob ({knob}): only with --durability relaxed"
+                skipped.append(Skipped(id=r.id, layer=r.layer, reason=why))
                 continue
             recs.append(r)
             if r.target.startswith("mysql:"):
@@ -205,13 +200,8 @@ def _one_value_per_target(
         prev = seen.get(r.target)
         if prev is not None:
             if prev.proposed != r.proposed:
-                skipped.append(
-                    Skipped(
-                        id=r.id,
-                        layer=r.layer,
-                        reason=f"{r.target} already set to {prev.proposed} by {prev.id}",
-                    )
-                )
+                why = f"{r.target} already set to {prev.proposed} by {prev.id}"
+                skipped.append(Skipped(id=r.id, layer=r.layer, reason=why))
             continue
         seen[r.target] = r
         final.append(r)

@@ -58,10 +58,8 @@ DATA_PATH = Path(__file__).parent / "data" / "simple_rules.json"
 FORMULA_NAMES = frozenset({"cpus", "current"})
 
 
-class SimpleRulesError(MyaccelError):
+class SimpleRulesError(MyaccelError, code="rules-data"):
     """The simple rules data file is missing or inconsistent (a bug in myaccel's data)."""
-
-    code = "rules-data"
 
 
 class _Frozen(BaseModel):

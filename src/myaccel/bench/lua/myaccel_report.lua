@@ -312,21 +312,16 @@ local function lua_intermediate_text(stat)
   return text
 end
 
-local function human_intermediate(stat)
-  local c = load_c_reporters()
-  if c then
-    c.intermediate(to_c_stat(stat))
-  else
-    io.write(lua_intermediate_text(stat))
-  end
-end
-
-local function human_cumulative(stat)
-  local c = load_c_reporters()
-  if c then
-    c.cumulative(to_c_stat(stat))
-  else
-    io.write(lua_cumulative_text(stat))
+-- The human lines of one report (kind: "intermediate" or "cumulative"): sysbench's own C
+-- reporter when it can be loaded, else the Lua copy of its layout.
+local function human_report(kind, lua_text)
+  return function(stat)
+    local c = load_c_reporters()
+    if c then
+      c[kind](to_c_stat(stat))
+    else
+      io.write(lua_text(stat))
+    end
   end
 end
 
@@ -371,30 +366,25 @@ local function without_cancellation(fn, stat)
   end
 end
 
-local function intermediate(stat)
-  -- Each part is protected: a failure in one must not lose the other.
-  pcall(human_intermediate, stat)
-  local ok, rec = pcall(M.interval_record, stat)
-  if ok then
-    M.emit(rec)
+-- A report hook printing sysbench's human lines, then emitting the MYACCEL record. Each
+-- part is protected: a failure in one must not lose the other.
+local function report_hook(human, record)
+  local function report(stat)
+    pcall(human, stat)
+    local ok, rec = pcall(record, stat)
+    if ok then
+      M.emit(rec)
+    end
+  end
+  return function(stat)
+    without_cancellation(report, stat)
   end
 end
 
-local function cumulative(stat)
-  pcall(human_cumulative, stat)
-  local ok, rec = pcall(M.cumulative_record, stat)
-  if ok then
-    M.emit(rec)
-  end
-end
-
-function M.report_intermediate(stat)
-  without_cancellation(intermediate, stat)
-end
-
-function M.report_cumulative(stat)
-  without_cancellation(cumulative, stat)
-end
+M.report_intermediate =
+  report_hook(human_report("intermediate", lua_intermediate_text), M.interval_record)
+M.report_cumulative =
+  report_hook(human_report("cumulative", lua_cumulative_text), M.cumulative_record)
 
 function M.install()
   sysbench.hooks.report_intermediate = M.report_intermediate

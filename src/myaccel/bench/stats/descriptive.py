@@ -14,10 +14,8 @@ from myaccel.errors import UsageError
 FloatArray = NDArray[np.float64]
 
 
-class StatsInputError(UsageError, ValueError):
+class StatsInputError(UsageError, ValueError, code="stats-input"):
     """Values or parameters the statistics cannot work with."""
-
-    code = "stats-input"
 
 
 @dataclass(frozen=True, slots=True)

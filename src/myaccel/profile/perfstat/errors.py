@@ -8,25 +8,20 @@ from myaccel.errors import ExitCode, MyaccelError, ProcessFailed
 from myaccel.facts.perfcap import PMU_DIR
 
 
-class PerfStatError(MyaccelError):
-    code = "perf-stat"
+class PerfStatError(MyaccelError, code="perf-stat"):
+    pass
 
 
-class PerfUnknownEvent(PerfStatError):
+class PerfUnknownEvent(PerfStatError, code="perf-unknown-event", exit_code=ExitCode.USAGE):
     """perf could not parse an event name (exit code 129)."""
 
-    exit_code = ExitCode.USAGE
-    code = "perf-unknown-event"
+
+class PerfPermissionDenied(PerfStatError, code="perf-permission"):
+    pass
 
 
-class PerfPermissionDenied(PerfStatError):
-    code = "perf-permission"
-
-
-class PerfUnsupported(PerfStatError):
+class PerfUnsupported(PerfStatError, code="perf-unsupported"):
     """The PMU cannot count what was asked for (no PMU in a VM, a group with a missing event)."""
-
-    code = "perf-unsupported"
 
 
 _SYNTAX = re.compile(r"event syntax error: '([^']*)'")

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from myaccel import artifacts
 from myaccel.errors import MyaccelError, SandboxError
+from myaccel.paths import Below
 from myaccel.server.connection import ConnectParams, connect, query_rows
 from myaccel.server.flavor import parse_binary_version
 from myaccel.server.flavors import Flavor, ServerFlavor, adapter_for
@@ -70,25 +71,16 @@ class SandboxCore:
     def dir(self) -> Path:
         return sandboxes_root(self.home) / self.name
 
-    @property
-    def state_file(self) -> Path:
-        return self.dir / "state.json"
+    # files and directories of the sandbox
+    state_file = Below("dir", "state.json")
+    option_file = Below("dir", "my.cnf")
+    error_log = Below("dir", "mysqld.err")
+    pid_file = Below("dir", "mysqld.pid")
+    snapshots_dir = Below("dir", "snapshots")
 
     @property
     def datadir(self) -> Path:
         return Path(self.state.datadir)
-
-    @property
-    def option_file(self) -> Path:
-        return self.dir / "my.cnf"
-
-    @property
-    def error_log(self) -> Path:
-        return self.dir / "mysqld.err"
-
-    @property
-    def pid_file(self) -> Path:
-        return self.dir / "mysqld.pid"
 
     @property
     def socket(self) -> Path:
@@ -97,10 +89,6 @@ class SandboxCore:
     @property
     def port(self) -> int:
         return self.state.port
-
-    @property
-    def snapshots_dir(self) -> Path:
-        return self.dir / "snapshots"
 
     @property
     def flavor(self) -> Flavor:
