@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from myaccel.cli.common import F
 from myaccel.cli.ranges import TCP_PORT, TIMEOUT_S
 from myaccel.server.flavor import flavor_label
 from myaccel.server.flavors import Flavor
@@ -298,9 +299,13 @@ stop_option = click.option(
 )
 
 
+def snapshot_arguments(f: F) -> F:
+    """NAME SNAP: the sandbox and one of its snapshots."""
+    return click.argument("name")(click.argument("snap")(f))
+
+
 @snapshot.command(name="save")
-@click.argument("name")
-@click.argument("snap")
+@snapshot_arguments
 @stop_option
 def snapshot_save(name: str, snap: str, stop_server: bool) -> None:
     """Save the datadir of sandbox NAME as snapshot SNAP."""
@@ -309,8 +314,7 @@ def snapshot_save(name: str, snap: str, stop_server: bool) -> None:
 
 
 @snapshot.command(name="restore")
-@click.argument("name")
-@click.argument("snap")
+@snapshot_arguments
 @stop_option
 def snapshot_restore(name: str, snap: str, stop_server: bool) -> None:
     """Replace the datadir of sandbox NAME by snapshot SNAP."""
@@ -335,8 +339,7 @@ def snapshot_list(name: str, as_json: bool) -> None:
 
 
 @snapshot.command(name="delete")
-@click.argument("name")
-@click.argument("snap")
+@snapshot_arguments
 def snapshot_delete(name: str, snap: str) -> None:
     """Delete snapshot SNAP of sandbox NAME."""
     Sandbox.load(name).snapshot_delete(snap)

@@ -70,7 +70,7 @@ class WorkloadDriver:
         from myaccel.bench.dataset import ensure_dataset
         from myaccel.bench.profiles import get_profile
         from myaccel.bench.runner import preflight
-        from myaccel.bench.session import CampaignSetup, open_campaign
+        from myaccel.bench.session import CampaignSetup, cell_spec, open_campaign
 
         prof = get_profile(self.name)
         if self.threads is not None:
@@ -97,15 +97,11 @@ class WorkloadDriver:
             1, math.ceil((self.window_s + WORKLOAD_LEAD_S + WORKLOAD_TAIL_S) / len(cells))
         )
         self.specs = [
-            RunSpec(
-                workload=w,
-                threads=th,
+            replace(
+                cell_spec(prof, w, th),
                 duration_s=per_cell,
                 warmup_s=0,
-                tables=prof.tables,
-                table_size=prof.table_size,
                 report_interval_s=1,
-                rand_type=prof.rand_type,
                 seed=1000,
             )
             for w, th in cells

@@ -64,6 +64,14 @@ def rebuild_headroom(ctx: RuleContext) -> tuple[str, str]:
     return GENERIC_REBUILD_GAIN
 
 
+def rebuild_advice(**fields: object) -> Recommendation:
+    """A build-layer recommendation: advisory (a human rebuilds the server), at the risk of
+    a rebuild."""
+    return Recommendation.model_validate(
+        {"layer": "build", "action": "advisory", "risk": "rebuild", **fields}
+    )
+
+
 def _binary(ctx: RuleContext):  # type: ignore[no-untyped-def]
     b = ctx.facts.binary
     if b is None:
@@ -97,19 +105,16 @@ def lse(ctx: RuleContext) -> list[Recommendation]:
         else "a few % (no call and branch per atomic)"
     )
     return [
-        Recommendation(
+        rebuild_advice(
             id="build-lse",
-            layer="build",
             title="Rebuild with inline LSE atomics",
             target="build:lse",
             current=f"{at.klass} ({at.helper_calls} helper calls, {at.exclusive_stores} LL/SC stores)",
             proposed=f"build with {flag} (inline casal/ldaddal/swpal)",
-            action="advisory",
             rationale="the CPU has atomics; the binary does not use them inline",
             evidence={"cpu.has_lse": "true", "binary.atomics.class": at.klass},
             expected_effect=effect,
             effect_source="mysql-server PR #302 (outline atomics, Graviton2); seeds/000, seeds/001",
-            risk="rebuild",
             verify="myaccel probe --binary NEW: atomics inline-lse",
             confidence="high" if at.klass == "llsc" else "medium",
         )
@@ -130,19 +135,16 @@ def pgo_lto(ctx: RuleContext) -> list[Recommendation]:
         raise Skip("binary already shows PGO and LTO")
     gain, source = rebuild_headroom(ctx)
     return [
-        Recommendation(
+        rebuild_advice(
             id="build-pgo-lto",
-            layer="build",
             title="Rebuild with PGO and LTO",
             target="build:pgo,lto",
             current=f"LTO {b.lto.value if b.lto.known else 'unknown'}, PGO {b.pgo.value if b.pgo.known else 'unknown'}",
             proposed="myaccel build --opt pgo,lto (train on your workload)",
-            action="advisory",
             rationale="the binary shows no PGO/LTO traces",
             evidence={"binary.lto": str(b.lto.value), "binary.pgo": str(b.pgo.value)},
             expected_effect=gain,
             effect_source=source,
-            risk="rebuild",
             verify="myaccel verify-build; A/B the builds",
             confidence="medium",
         )
@@ -164,14 +166,12 @@ def cacheline(ctx: RuleContext) -> list[Recommendation]:
     if c.family.value != "kunpeng920" and 128 not in lines:
         raise Skip("no 128-byte cache lines on this CPU")
     return [
-        Recommendation(
+        rebuild_advice(
             id="build-cacheline",
-            layer="build",
             title="Build for a 128-byte cache line",
             target="build:cacheline",
             current="64-byte padding",
             proposed="MariaDB: -DCPU_LEVEL1_DCACHE_LINESIZE=128; MySQL: patch the InnoDB cache line constant",
-            action="advisory",
             rationale="hot InnoDB structures padded for 64 bytes share 128-byte lines",
             evidence={
                 "cpu.family": str(c.family.value),
@@ -179,7 +179,6 @@ def cacheline(ctx: RuleContext) -> list[Recommendation]:
             },
             expected_effect="+3-4% published (seeds/004)",
             effect_source="seeds/004",
-            risk="rebuild",
             verify="myaccel verify-build (cache line in the generated config)",
             confidence="medium",
         )
@@ -200,14 +199,12 @@ def text_alignment(ctx: RuleContext) -> list[Recommendation]:
     if not ctx.facts.kernel.file_thp.value:
         raise Skip("the kernel cannot map file text with huge pages anyway")
     return [
-        Recommendation(
+        rebuild_advice(
             id="build-text-alignment",
-            layer="build",
             title="Link with 2 MiB text alignment",
             target="build:text-align",
             current=hex(b.text_segment_align.value or 0),
             proposed="-Wl,-zmax-page-size=0x200000",
-            action="advisory",
             rationale="lets the kernel map the code with 2 MiB pages",
             evidence={
                 "binary.text_segment_align": str(b.text_segment_align.value),
@@ -215,7 +212,6 @@ def text_alignment(ctx: RuleContext) -> list[Recommendation]:
             },
             expected_effect="+5-11% with code huge pages (seeds/000, seeds/001)",
             effect_source="seeds/000, seeds/001",
-            risk="rebuild",
             verify="myaccel probe --binary NEW: huge-page ready",
         )
     ]
