@@ -99,6 +99,11 @@ def _groups(by_id: dict[str, str]) -> dict[str, list[str]]:
     return groups
 
 
+# Harness settings both arms share at high concurrency: sysbench prepares ~9 statements
+# per table and thread, beyond the server's default max_prepared_stmt_count (16382).
+BOTH_ARMS_FROM_64_THREADS = ["max_prepared_stmt_count = 1048576"]
+
+
 def _write(path: Path, label: str, lines: list[str]) -> Path:
     path.write_text(
         f"# {label} (scripts/rule_ablation.py)\n[mysqld]\n" + "".join(f"{x}\n" for x in lines)
@@ -116,8 +121,9 @@ def _ab(
     a: argparse.Namespace,
 ) -> Comparison:
     out.parent.mkdir(parents=True, exist_ok=True)
-    bcnf = _write(out.parent / f"{out.name}.baseline.cnf", base.label, base.lines)
-    ccnf = _write(out.parent / f"{out.name}.candidate.cnf", cand.label, cand.lines)
+    both = BOTH_ARMS_FROM_64_THREADS if threads >= 64 else []
+    bcnf = _write(out.parent / f"{out.name}.baseline.cnf", base.label, base.lines + both)
+    ccnf = _write(out.parent / f"{out.name}.candidate.cnf", cand.label, cand.lines + both)
     exe = str(Path(sys.executable).with_name("myaccel"))
     cmd = [
         exe, "ab", "--sandbox", sandbox, "--baseline", str(bcnf), "--candidate", str(ccnf),
