@@ -5,26 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sysroot_tree import sysroot_tree
 from test_rules import server
 
 from myaccel.facts.collect import collect_facts
 from myaccel.facts.cpulimits import cgroup_cpu_quota, server_cpu_budget
-from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Fact, Facts, known
 
 ROOTS = Path(__file__).parent.parent / "fixtures" / "sysroots"
 
 
-def _tree(tmp_path: Path, files: dict[str, str]) -> Sysroot:
-    for rel, text in files.items():
-        p = tmp_path / rel.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return Sysroot(tmp_path)
-
-
 def test_v2_quota_is_the_tightest_on_the_path(tmp_path: Path) -> None:
-    sr = _tree(
+    sr = sysroot_tree(
         tmp_path,
         {
             "/proc/77/cgroup": "0::/system.slice/mariadb.service\n",
@@ -39,7 +31,7 @@ def test_v2_quota_is_the_tightest_on_the_path(tmp_path: Path) -> None:
 
 
 def test_v2_without_quota_is_known_none(tmp_path: Path) -> None:
-    sr = _tree(
+    sr = sysroot_tree(
         tmp_path,
         {"/proc/77/cgroup": "0::/a\n", "/sys/fs/cgroup/a/cpu.max": "max 100000\n"},
     )
@@ -48,7 +40,7 @@ def test_v2_without_quota_is_known_none(tmp_path: Path) -> None:
 
 
 def test_v1_quota(tmp_path: Path) -> None:
-    sr = _tree(
+    sr = sysroot_tree(
         tmp_path,
         {
             "/proc/77/cgroup": "4:memory:/x\n3:cpu,cpuacct:/docker/abc\n",
@@ -64,7 +56,7 @@ def test_v1_quota(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("content", ["garbage", "400000", "400000 0", "abc 100000"])
 def test_garbage_cpu_max_is_unknown_with_the_file(tmp_path: Path, content: str) -> None:
-    sr = _tree(tmp_path, {"/proc/77/cgroup": "0::/a\n", "/sys/fs/cgroup/a/cpu.max": content})
+    sr = sysroot_tree(tmp_path, {"/proc/77/cgroup": "0::/a\n", "/sys/fs/cgroup/a/cpu.max": content})
     q = cgroup_cpu_quota(sr, "/proc/77/cgroup")
     assert not q.known and "cpu.max" in (q.unknown or "")
 

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from sysroot_tree import sysroot_tree
 
 from myaccel.facts.cpu import collect_cpu
 from myaccel.facts.sysroot import Sysroot
@@ -13,15 +14,6 @@ from myaccel.facts.virt import collect_hypervisor
 from myaccel.model import known, unknown
 
 SYSROOTS = Path(__file__).parent.parent / "fixtures" / "sysroots"
-
-
-def _tree(tmp_path: Path, files: dict[str, str]) -> Sysroot:
-    for rel, text in files.items():
-        p = tmp_path / rel.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    (tmp_path / "proc").mkdir(exist_ok=True)
-    return Sysroot(tmp_path)
 
 
 ARM_FLAGS = known(["fp", "asimd", "atomics", "crc32"], "/proc/cpuinfo")
@@ -73,15 +65,15 @@ X86_FLAGS = known(["fpu", "sse2", "lm", "avx2"], "/proc/cpuinfo")
 def test_hypervisor_signals(
     tmp_path: Path, files: dict[str, str], flags: object, expected: str
 ) -> None:
-    sr = _tree(tmp_path, files)
+    sr = sysroot_tree(tmp_path, files)
     got = collect_hypervisor(sr, flags)  # type: ignore[arg-type]
     assert got.known and got.value == expected, got
 
 
 def test_arm_without_any_signal_is_unknown_with_a_reason(tmp_path: Path) -> None:
-    got = collect_hypervisor(_tree(tmp_path, {}), ARM_FLAGS)
+    got = collect_hypervisor(sysroot_tree(tmp_path, {}), ARM_FLAGS)
     assert not got.known and "no hypervisor signal" in (got.unknown or "")
-    got = collect_hypervisor(_tree(tmp_path, {}), unknown("cannot read", "/proc/cpuinfo"))
+    got = collect_hypervisor(sysroot_tree(tmp_path, {}), unknown("cannot read", "/proc/cpuinfo"))
     assert not got.known
 
 
