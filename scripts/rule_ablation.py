@@ -38,7 +38,7 @@ from myaccel import artifacts
 from myaccel.accelerate.candidate import server_option_lines
 from myaccel.bench.compare import CellResult, Comparison
 from myaccel.facts.collect import collect_facts
-from myaccel.facts.iomeasure import with_measurement
+from myaccel.facts.iomeasure import facts_with_measured_storage
 from myaccel.model import Facts
 from myaccel.rules.engine import Hints, make_plan
 from myaccel.rules.model import Plan
@@ -78,8 +78,7 @@ class Arm:
 def _facts(sb: Sandbox, measure: bool) -> Facts:
     facts = collect_facts(server=sb.connect_params(), server_required=True)
     if measure:
-        storage = with_measurement(facts.storage, say=lambda m: print(f"# {m}", flush=True))
-        facts = facts.model_copy(update={"storage": storage})
+        facts = facts_with_measured_storage(facts, say=lambda m: print(f"# {m}", flush=True))
     return facts
 
 
