@@ -133,8 +133,8 @@ def check_tree_matches(tree: Path, server: InstalledServer) -> dict[str, Any]:
         how = "debian/changelog"
     elif src.version != server.version:
         raise TreeError(
-            f"the source tree is {src.adapter.label} (version {src.version}), the installed "
-            f"server {server.binary} is {server.version}",
+            f"the source tree is {src.adapter.label}, the installed server {server.binary} is "
+            f"{server.version}",
             hint=hint,
         )
     else:
@@ -306,10 +306,12 @@ def fetch(plan: SourcePlan, home: Path, say: Any = None) -> Path:
     trees = [t for t in trees if (changelog_version(t) or ("", ""))[1] == server.source_version]
     if not got.ok or not trees:
         first = next((ln for ln in got.stderr.splitlines() if ln.startswith("E:")), "")
-        raise DependencyMissing(
-            f"apt-get source {plan.spec} failed: {first or got.stderr[-200:] or 'no tree'}",
-            hint=f"rerun to continue (downloads in {plan.dest} are reused), or pass --source DIR",
-        )
+        why = first or got.stderr[-200:] or "no tree"
+        hint = f"rerun to continue (downloads in {plan.dest} are reused), or pass --source DIR"
+        if " 404 " in first:  # listed in the index, not served by the mirror
+            why = f"the mirror lists it but does not serve its files ({first[3:].strip()})"
+            hint = f"pass --source DIR with the {server.source_version} tree"
+        raise DependencyMissing(f"apt-get source {plan.spec} failed: {why}", hint=hint)
     tree = trees[0]
     (plan.dest / MARKER).write_text(
         json.dumps({"version": server.source_version, "tree": str(tree)}, indent=2)
