@@ -71,6 +71,14 @@ class StageProgress:
             note(f"  {message}")
 
 
+# the options of --from-installed
+_HELP_INSTALLED = {
+    "fetch": "With --from-installed: fetch and check the source tree, build nothing.",
+    "basedir": "With --from-installed: the server of this install prefix (default: the system's).",
+    "sandbox": "With --from-installed: the server binary this myaccel sandbox runs.",
+}
+
+
 @click.command()
 @click.option(
     "--source",
@@ -85,22 +93,9 @@ class StageProgress:
     "(apt-get source through a private deb-src list), or the tree given with --source, "
     "checked against the binary's version.",
 )
-@click.option(
-    "--fetch-only",
-    is_flag=True,
-    help="With --from-installed: fetch and check the source tree, build nothing.",
-)
-@click.option(
-    "--basedir",
-    type=click.Path(file_okay=False),
-    help="With --from-installed: the server of this install prefix (default: the system's).",
-)
-@click.option(
-    "--sandbox",
-    "sandbox_name",
-    metavar="NAME",
-    help="With --from-installed: the server binary this myaccel sandbox runs.",
-)
+@click.option("--fetch-only", is_flag=True, help=_HELP_INSTALLED["fetch"])
+@click.option("--basedir", type=click.Path(file_okay=False), help=_HELP_INSTALLED["basedir"])
+@click.option("--sandbox", "sandbox_name", metavar="NAME", help=_HELP_INSTALLED["sandbox"])
 @click.option(
     "--opt",
     "opt",
