@@ -69,14 +69,16 @@ class ConfigureStage(PhaseStage):
     titles = ("cmake (PGO instrumented flags)", "cmake (final flags)")
 
     def inputs(self, ctx: BuildContext) -> dict[str, Any]:
-        return {
+        inputs: dict[str, Any] = {
             "flags": _phase_flags(ctx, self.phase),
             "toolchain": ctx.toolchain.describe(),
             "src": str(ctx.src),
             "tree": ctx.tree_fingerprint(),
             "extra": list(ctx.request.extra_cmake),
-            "cross": [*_toolchain_args(ctx), sorted(_env(ctx).items(), key=str)],
         }
+        if ctx.toolchain.cross:  # the emulator and pkg-config directories (native: unchanged)
+            inputs["cross"] = [*_toolchain_args(ctx), sorted(_env(ctx).items(), key=str)]
+        return inputs
 
     def outputs_ok(self, ctx: BuildContext) -> bool:
         return (ctx.layout.build / "CMakeCache.txt").is_file()
