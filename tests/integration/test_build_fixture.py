@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from myaccel import proc
+from myaccel.build.cross import qemu_argv
 from myaccel.cli.main import cli
 from myaccel.facts.binary import collect_binary
 
@@ -254,8 +255,9 @@ def test_cross_aarch64_atomics(
         facts.atomics.value
     )
     assert checks(man)["atomics"] == "pass"
+    # the one qemu command of the build layer (a consistent root whatever multiarch has)
     r = subprocess.run(
-        ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", binary, "--bench", "--ops", "20000", "--threads", "2"],
+        [*qemu_argv("aarch64"), binary, "--bench", "--ops", "20000", "--threads", "2"],
         check=False, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert r.returncode == 0 and "checksum=" in r.stdout, r.stderr

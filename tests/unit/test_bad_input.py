@@ -436,6 +436,28 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("build-jobs-zero", ["build", "--source", "{in_}/emptydir", "--jobs", "0"], USAGE, "--jobs"),
     ("build-cacheline-bad", ["build", "--source", "x", "--cacheline-bytes", "7"], USAGE, ""),
     ("build-atomics-bad", ["build", "--source", "x", "--atomics", "magic"], USAGE, "--atomics"),
+    (
+        "build-target-cpu-of-another-arch",  # an aarch64 core for an x86 build: the compiler says
+        ["build", "--source", "{fixtures}/buildproj", "--target-cpu", "tsv110"],
+        USAGE,
+        "--target-cpu tsv110 is not valid for x86_64",
+    ),
+    (
+        "build-target-cpu-unknown-dry-run-json",
+        [
+            "build",
+            "--source",
+            "{fixtures}/buildproj",
+            "--target-cpu",
+            "nosuchcpu",
+            "--dry-run",
+            "--json",
+        ],
+        USAGE,
+        "--target-cpu nosuchcpu is not valid",
+    ),
+    ("build-basedir-without-installed", ["build", "--basedir", "/usr"], USAGE, "--from-installed"),
+    ("build-fetch-only-alone", ["build", "--fetch-only"], USAGE, "--from-installed"),
     ("verify-build-missing", ["verify-build", "/nonexistent/mariadbd"], USAGE, ""),
     ("verify-build-not-elf", ["verify-build", "{in_}/script.sh"], USAGE, "ELF"),
     (
@@ -605,6 +627,78 @@ def test_compare_a_directory_with_itself_warns(env: Env) -> None:
     assert code == 0, err
     assert "compared with itself" in err
     assert "same 20 run(s)" in out
+
+
+# ------------------------------------------------------------------ cross builds
+
+
+def _cross_tools(d: Path, *names: str) -> None:
+    d.mkdir()
+    for name in names:
+        real = shutil.which(name)
+        if real is None:
+            pytest.skip(f"{name} is not installed")
+        (d / name).symlink_to(real)
+
+
+def test_cross_build_without_qemu_is_one_line(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = tmp_path / "tools"
+    _cross_tools(tools, "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "cmake", "ninja", "dpkg")
+    monkeypatch.setenv("PATH", str(tools))  # everything but qemu-aarch64
+    before = snapshot(*env.roots())
+    code, out, err = run_cli(
+        ["build", "--source", str(FIXTURES / "buildproj"), "--cross", "aarch64"]
+    )
+    assert_clean_error(code, out, err, ExitCode.TOOL_MISSING, "qemu-aarch64")
+    assert "apt-get install qemu-user" in err
+    assert snapshot(*env.roots()) == before
+
+
+def test_cross_build_without_arm64_libraries_is_one_line(env: Env, tmp_path: Path) -> None:
+    """A MariaDB tree whose arm64 libraries do not link: the hint names the :arm64 packages
+    (the fake runner plays a cross compiler whose links fail, on a host without arm64)."""
+    from fake_runner import Recording, ReplayRunner
+
+    from myaccel.env import Environment, using
+
+    src = env.inputs / "mariadb"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text("project(MySQL)\n")
+    (src / "VERSION").write_text(
+        "MYSQL_VERSION_MAJOR=10\nMYSQL_VERSION_MINOR=11\nMYSQL_VERSION_PATCH=18\n"
+        "SERVER_MATURITY=stable\n"
+    )
+    (src / "sql").mkdir()
+    (src / "sql" / "yy_mariadb.cc").write_text("")
+
+    def compiler(argv: tuple[str, ...]) -> Recording:
+        if "--version" in argv:
+            return Recording(stdout="aarch64-linux-gnu-g++ (Debian 12.2.0-14) 12.2.0\n")
+        if "-dumpmachine" in argv:
+            return Recording(stdout="aarch64-linux-gnu\n")
+        if "-dumpfullversion" in argv:
+            return Recording(stdout="12.2.0\n")
+        if any(a.startswith("-l") for a in argv):
+            return Recording(stderr="ld: cannot find -lz", returncode=1)
+        return Recording()
+
+    fake = ReplayRunner()
+    for tool in ("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++"):
+        fake.on([tool], compiler)
+    for tool in ("cmake", "ninja", "pkg-config", "qemu-aarch64", "dpkg"):
+        fake.on([tool], Recording())
+    before = snapshot(*env.roots())
+    with using(Environment(runner=fake)):
+        code, out, err = run_cli(
+            ["build", "--source", str(src), "--cross", "aarch64", "--opt", "lse",
+             "--target-cpu", "neoverse-n1"]
+        )  # fmt: skip
+    assert_clean_error(code, out, err, ExitCode.TOOL_MISSING, "zlib.h -lz")
+    assert "hint: dpkg --add-architecture arm64 && apt-get update && apt-get install" in err
+    assert "libssl-dev:arm64" in err and "zlib1g-dev:arm64" in err
+    assert snapshot(*env.roots()) == before
 
 
 # ------------------------------------------------------------------ a full disk

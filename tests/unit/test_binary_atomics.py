@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from myaccel.build.cross import qemu_argv
 from myaccel.facts.binary import classify_atomics, collect_binary
 from myaccel.facts.binary.atomics import _decode_atomic
 
@@ -377,9 +378,9 @@ def objdump_counts(path: Path) -> tuple[Counter[str], int, int]:
 @pytest.mark.integration
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_build_runs_under_qemu(builds: dict[str, Path], name: str) -> None:
-    qemu = need("qemu-aarch64")
+    need("qemu-aarch64")
     cp = subprocess.run(
-        [qemu, str(builds[name]), str(ITERATIONS)],
+        [*qemu_argv("aarch64"), str(builds[name]), str(ITERATIONS)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,8 +1,12 @@
 """Offline dependency check before anything is compiled.
 
-Every tool and library a build needs is checked locally (PATH lookups and a preprocessor
-run per header with the build's own compiler, so cross builds check the cross sysroot).
-A missing one stops the build with the Debian package that provides it. Nothing is ever
+Every tool and library a build needs is checked locally: PATH lookups, and per library a
+tiny program that includes its header and links it (``-lz``), compiled with the build's own
+compiler. For a cross build that is the cross compiler, which finds the target's libraries
+in the multiarch directories (``/usr/lib/aarch64-linux-gnu``): the host's ``-dev`` packages
+satisfy its headers but not its links, so a missing library names the target's package
+(``libssl-dev:arm64``, after ``dpkg --add-architecture arm64``). A missing one stops the
+build with the Debian package that provides it. Nothing is ever
 downloaded: the adapters also pass the CMake options that turn downloads into configure
 errors (``WITH_PCRE=system``, ``WITH_LIBFMT=system``, ``DOWNLOAD_BOOST=OFF``).
 """
@@ -13,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from myaccel import proc
+from myaccel.build.cross import deb_arch, install_hint
 from myaccel.build.errors import DependencyMissing
 from myaccel.build.flags import BuildRequest, Toolchain
 from myaccel.build.tree import SourceTree, find_mysql_boost, mysql_boost_wanted
@@ -27,6 +32,7 @@ class Dependency:
     package: str  # Debian package
     why: str
     prelude: str = ""  # source lines the header needs before it (e.g. a required macro)
+    lib: str = ""  # library linked with -l<lib> (empty: header only, e.g. header-only fmt)
 
 
 @dataclass(frozen=True)
@@ -48,9 +54,13 @@ def required(tree: SourceTree, req: BuildRequest) -> list[Dependency]:
     else:
         deps.append(_tool("pkg-config", "pkg-config", "CMake finds libraries through it"))
         deps += [
-            Dependency("c-header", "openssl/ssl.h", "libssl-dev", "TLS (WITH_SSL=system)"),
-            Dependency("c-header", "zlib.h", "zlib1g-dev", "compression"),
-            Dependency("c-header", "ncurses.h", "libncurses-dev", "the command-line client"),
+            Dependency(
+                "c-header", "openssl/ssl.h", "libssl-dev", "TLS (WITH_SSL=system)", lib="ssl"
+            ),
+            Dependency("c-header", "zlib.h", "zlib1g-dev", "compression", lib="z"),
+            Dependency(
+                "c-header", "ncurses.h", "libncurses-dev", "the command-line client", lib="ncurses"
+            ),
         ]
     if ad.flavor == "mariadb":
         if not (tree.path / "sql" / "yy_mariadb.cc").is_file():
@@ -62,9 +72,10 @@ def required(tree: SourceTree, req: BuildRequest) -> list[Dependency]:
                 "libpcre2-dev",
                 "regexp functions (else downloaded)",
                 "#define PCRE2_CODE_UNIT_WIDTH 8\n",
+                lib="pcre2-8",
             ),
-            Dependency("c-header", "libaio.h", "libaio-dev", "InnoDB asynchronous I/O"),
-            Dependency("c-header", "liburing.h", "liburing-dev", "InnoDB io_uring"),
+            Dependency("c-header", "libaio.h", "libaio-dev", "InnoDB asynchronous I/O", lib="aio"),
+            Dependency("c-header", "liburing.h", "liburing-dev", "InnoDB io_uring", lib="uring"),
         ]
         if (tree.path / "cmake" / "libfmt.cmake").is_file():
             deps.append(
@@ -77,19 +88,45 @@ def required(tree: SourceTree, req: BuildRequest) -> list[Dependency]:
             deps.append(_tool("bison", "bison", "generates the SQL parser"))
         if ad.flavor == "percona":
             deps.append(
-                Dependency("c-header", "curl/curl.h", "libcurl4-openssl-dev", "keyring vault")
+                Dependency(
+                    "c-header", "curl/curl.h", "libcurl4-openssl-dev", "keyring vault", lib="curl"
+                )
             )
     if req.wants("pgo") and ad.trainer == "sandbox":
         deps.append(_tool("sysbench", "sysbench", "the training workload"))
     if req.wants("bolt"):
         deps.append(_tool("perf", "linux-perf", "profiles the workload for BOLT"))
+    if req.cross:
+        deps.append(
+            _tool(
+                f"qemu-{req.cross}",
+                "qemu-user",
+                "runs target programs: cmake's try-run checks, the install check",
+            )
+        )
     return deps
 
 
-def _header_found(tc: Toolchain, header: str, cxx: bool, prelude: str = "") -> bool:
-    argv = [tc.cxx if cxx else tc.cc, "-E", "-x", "c++" if cxx else "c", "-", "-o", "/dev/null"]
-    done = proc.run(argv, timeout_s=60, input_text=f"{prelude}#include <{header}>\n")
-    return done.ok
+def package_for(dep: Dependency, tc: Toolchain) -> str:
+    """The Debian package to install: the target's (``zlib1g-dev:arm64``) for a library of
+    a cross build, the host's otherwise."""
+    if tc.cross and dep.kind != "tool":
+        return f"{dep.package}:{deb_arch(tc.target_arch)}"
+    return dep.package
+
+
+def _library_found(tc: Toolchain, dep: Dependency) -> bool:
+    """Include the header and, when the dependency has a library, link it."""
+    cxx = dep.kind == "cxx-header"
+    compiler = tc.cxx if cxx else tc.cc
+    lang = "c++" if cxx else "c"
+    source = f"{dep.prelude}#include <{dep.name}>\n"
+    if dep.lib:
+        argv = [compiler, "-x", lang, "-", "-o", "/dev/null", f"-l{dep.lib}"]
+        source += "int main(void) { return 0; }\n"
+    else:
+        argv = [compiler, "-E", "-x", lang, "-", "-o", "/dev/null"]
+    return proc.run(argv, timeout_s=60, input_text=source).ok
 
 
 def check(deps: list[Dependency], tc: Toolchain) -> list[DepResult]:
@@ -99,10 +136,10 @@ def check(deps: list[Dependency], tc: Toolchain) -> list[DepResult]:
             where = proc.which(d.name)
             out.append(DepResult(d, where is not None, where or ""))
         else:
-            ok = _header_found(tc, d.name, d.kind == "cxx-header", d.prelude)
-            out.append(
-                DepResult(d, ok, f"<{d.name}> via {tc.cxx if d.kind == 'cxx-header' else tc.cc}")
-            )
+            ok = _library_found(tc, d)
+            compiler = tc.cxx if d.kind == "cxx-header" else tc.cc
+            how = f"<{d.name}>" + (f" -l{d.lib}" if d.lib else "")
+            out.append(DepResult(d, ok, f"{how} via {compiler}"))
     return out
 
 
@@ -120,10 +157,15 @@ def ensure(tree: SourceTree, req: BuildRequest, tc: Toolchain) -> list[DepResult
                 "myaccel never downloads it",
             )
     if missing:
-        pkgs = sorted({d.package for d in missing})
-        what = ", ".join(f"{d.name} ({d.why})" for d in missing)
+        pkgs = sorted({package_for(d, tc) for d in missing})
+        target = tc.target_arch if any(":" in p for p in pkgs) else None
+        what = ", ".join(
+            f"{d.name}{f' -l{d.lib}' if d.lib and tc.cross else ''} ({d.why})" for d in missing
+        )
+        if target is not None:
+            what += f" for {tc.target_arch}"
         raise DependencyMissing(
             f"missing build dependencies: {what}",
-            hint=f"apt-get install {' '.join(pkgs)}  (nothing is downloaded during the build)",
+            hint=f"{install_hint(pkgs, target)}  (nothing is downloaded during the build)",
         )
     return results

@@ -273,6 +273,34 @@ def arch_flags(req: BuildRequest, target: TargetCpu) -> tuple[list[str], str]:
     return ["-march=armv8-a", *tune, "-moutline-atomics"], why
 
 
+def check_arch_flags(tc: Toolchain, arch: list[str], target: TargetCpu) -> None:
+    """The compiler itself must accept the target flags (``-mcpu=tsv110`` is an aarch64
+    core, not an x86 ``-march``): checked on an empty file before anything runs."""
+    if not arch:
+        return
+    done = proc.run([tc.cc, *arch, "-E", "-x", "c", "/dev/null", "-o", "/dev/null"], timeout_s=60)
+    if done.ok:
+        return
+    lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+    said = next((ln for ln in lines if "error" in ln), lines[0] if lines else "rejected")
+    said = re.sub(r"^\S*(cc1|gcc|g\+\+)\S*:\s*", "", said)
+    asked = f"--target-cpu {target.mcpu}" if target.mcpu else " ".join(arch)
+    cc = Path(tc.cc).name
+    if tc.target_arch == "aarch64":
+        hint = (
+            f"pass an aarch64 core {cc} knows (neoverse-n1, tsv110, cortex-a72, or armv8.1-a); "
+            "an x86 -march value needs a build without --cross"
+        )
+    else:
+        hint = (
+            f"pass an -march value {cc} knows for {tc.target_arch} (x86-64-v2, x86-64-v3, "
+            "skylake, znver3); an aarch64 core such as tsv110 needs --cross aarch64"
+        )
+    raise BuildOptionError(
+        f"{asked} is not valid for {tc.target_arch} ({cc} {' '.join(arch)}: {said})", hint=hint
+    )
+
+
 # ---------------------------------------------------------------- per-phase flags
 
 

@@ -9,13 +9,16 @@ patch is compiled from a hard-linked copy of the tree under ``--out``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from myaccel.build import deps as depcheck
 from myaccel.build.bolt import BoltStage
+from myaccel.build.cross import build_env, target_runner
 from myaccel.build.errors import BuildOptionError, TreeError
 from myaccel.build.flags import (
     BuildRequest,
     arch_flags,
+    check_arch_flags,
     compose_phase,
     find_toolchain,
     resolve_target,
@@ -88,6 +91,7 @@ def prepare(
     resume: bool = False,
     progress: ProgressSink | None = None,
     write: bool = True,
+    origin: dict[str, Any] | None = None,
 ) -> BuildContext:
     """Everything that can fail before compiling: raises with a hint, writes nothing except
     the (new or resumed) ``--out`` directory once all checks passed (nothing at all with
@@ -120,6 +124,7 @@ def prepare(
             )
     target = resolve_target(req, tc, cpu)
     arch, arch_why = arch_flags(req, target)
+    check_arch_flags(tc, arch, target)  # e.g. an aarch64 core for an x86 build: refused now
     dep_results = depcheck.ensure(tree, req, tc)
     out_dir = Path(out) if out else default_out(tree, req)
     old = _check_out_dir(out_dir, tree, resume)
@@ -168,6 +173,8 @@ def prepare(
         "compiled_from": str(source_dir or tree.path),
         "notes": list(ad.notes),
     }
+    if origin is not None:  # --from-installed: the installed server this tree belongs to
+        man.source["from_installed"] = origin
     man.out_dir = str(layout.out)
     man.build_dir = str(layout.build)
     man.install_dir = str(layout.install)
@@ -198,6 +205,11 @@ def prepare(
         "cross": tc.cross,
         "generator": tc.generator,
     }
+    if tc.cross:
+        man.compiler["target_runner"] = target_runner(tc.target_arch, tc.cross)
+        man.compiler["build_env"] = {
+            k: v for k, v in build_env(tc.target_arch, tc.cross).items() if v is not None
+        }
     man.target = {
         "arch": target.arch,
         "cpu": target.mcpu,
@@ -209,7 +221,12 @@ def prepare(
     man.flags = {k: v.to_dict() for k, v in phases.items()}
     man.left_out = ad.left_out()
     man.dependencies = [
-        {"name": r.dep.name, "package": r.dep.package, "found": r.found, "where": r.where}
+        {
+            "name": r.dep.name,
+            "package": depcheck.package_for(r.dep, tc),
+            "found": r.found,
+            "where": r.where,
+        }
         for r in dep_results
     ]
     man.patches = patches
@@ -232,24 +249,62 @@ def prepare(
     return ctx
 
 
-def dry_run(source: str | Path, req: BuildRequest, out: str | Path | None) -> str:
-    """What ``build`` would do: the checks run, nothing is written or compiled."""
-    ctx = prepare(source, req, out, write=False)
-    lines = [
-        f"# {ctx.tree.adapter.label}: {', '.join(req.opts) or 'plain'} build into {ctx.layout.out}",
-        f"# compiler: {ctx.toolchain.describe()}; target: {ctx.manifest.target['why']}",
-        f"# dependencies: all {len(ctx.manifest.dependencies)} found",
-        "# stages: " + " -> ".join(s.name for s in stages_for(ctx)),
-    ]
+def dry_run_plan(
+    source: str | Path,
+    req: BuildRequest,
+    out: str | Path | None,
+    origin: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What ``build`` would do, as data: the checks run, nothing is written or compiled."""
+    ctx = prepare(source, req, out, write=False, origin=origin)
+    tc = ctx.toolchain
+    env = {k: v for k, v in build_env(tc.target_arch, tc.cross).items() if v is not None}
+    configure = {}
+    for phase in ctx.phases:
+        stage = ConfigureStage("instrumented" if phase == "instrumented" else "final")
+        configure[phase] = stage.argv(ctx)
+    return {
+        "source": dict(ctx.manifest.source),
+        "out": str(ctx.layout.out),
+        "opts": list(req.opts),
+        "compiler": dict(ctx.manifest.compiler),
+        "compiler_text": tc.describe(),
+        "target": dict(ctx.manifest.target),
+        "cross": {
+            "emulator": target_runner(tc.target_arch, tc.cross),
+            "env": env,
+        }
+        if tc.cross
+        else None,
+        "dependencies": list(ctx.manifest.dependencies),
+        "stages": [s.name for s in stages_for(ctx)],
+        "flags": dict(ctx.manifest.flags),
+        "configure": configure,
+        "left_out": list(ctx.manifest.left_out),
+    }
+
+
+def format_plan(plan: dict[str, Any]) -> str:
+    """The dry-run plan as text (shell-quoted cmake invocations)."""
     import shlex
 
-    for phase in ctx.phases:
-        argv = ConfigureStage("instrumented" if phase == "instrumented" else "final").argv(ctx)
+    lines = [
+        f"# {plan['source']['label']}: {', '.join(plan['opts']) or 'plain'} build into "
+        f"{plan['out']}",
+        f"# compiler: {plan['compiler_text']}; target: {plan['target']['why']}",
+        f"# dependencies: all {len(plan['dependencies'])} found",
+        "# stages: " + " -> ".join(plan["stages"]),
+    ]
+    if plan["cross"]:
+        env = " ".join(f"{k}={v}" for k, v in plan["cross"]["env"].items())
+        lines.append(f"# target programs run as: {shlex.join(plan['cross']['emulator'])} ...")
+        lines.append(f"# configure and build environment: {env}")
+    for phase, argv in plan["configure"].items():
         lines.append(f"# {phase} configure:")
         lines.append(shlex.join(argv))
-    if ctx.manifest.left_out:
-        lines.append(f"# left out ({len(ctx.manifest.left_out)}):")
-        lines += [f"#   {x}" for x in ctx.manifest.left_out]
+    if plan["left_out"]:
+        lines.append(f"# left out ({len(plan['left_out'])}):")
+        lines += [f"#   {x}" for x in plan["left_out"]]
     return "\n".join(lines)
 
 
@@ -280,10 +335,11 @@ def build(
     *,
     resume: bool = False,
     progress: ProgressSink | None = None,
+    origin: dict[str, Any] | None = None,
 ) -> BuildManifest:
     from myaccel.build.report import format_report
 
-    ctx = prepare(source, req, out, resume=resume, progress=progress)
+    ctx = prepare(source, req, out, resume=resume, progress=progress, origin=origin)
     try:
         run_stages(ctx, stages_for(ctx))
         ctx.manifest.status = "complete"

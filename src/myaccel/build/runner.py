@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -94,7 +94,7 @@ class BuildContext:
         log: IO[str],
         *,
         cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
+        env: proc.EnvChanges | None = None,
         what: str = "",
         timeout_s: float | None = None,
         on_line: Callable[[str], None] | None = None,
@@ -120,7 +120,7 @@ def run_streamed(
     log: IO[str],
     *,
     cwd: Path | None,
-    env: Mapping[str, str] | None,
+    env: proc.EnvChanges | None,
     what: str,
     timeout_s: float,
     on_line: Callable[[str], None] | None = None,

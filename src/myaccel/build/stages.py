@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from myaccel.build import pgo
+from myaccel.build.cross import build_env, deb_arch, install_hint, target_runner
+from myaccel.build.cross import cmake_args as cross_cmake_args
 from myaccel.build.errors import BuildFailed, TrainingError, VerifyFailed
 from myaccel.build.flags import Phase
 from myaccel.build.manifest import sha256_file
 from myaccel.build.runner import BuildContext, Stage
-from myaccel.build.train import FixtureWorkload, runner_prefix
+from myaccel.build.train import FixtureWorkload
 
 _NINJA_RE = re.compile(r"^\[(\d+)/(\d+)\]")
 _MAKE_RE = re.compile(r"^\[\s*(\d+)%\]")
@@ -31,12 +33,13 @@ def _toolchain_args(ctx: BuildContext) -> list[str]:
     tc = ctx.toolchain
     args = [f"-DCMAKE_C_COMPILER={tc.cc}", f"-DCMAKE_CXX_COMPILER={tc.cxx}"]
     if tc.cross:
-        args += [
-            "-DCMAKE_SYSTEM_NAME=Linux",
-            f"-DCMAKE_SYSTEM_PROCESSOR={tc.target_arch}",
-            "-DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER",
-        ]
+        args += cross_cmake_args(tc.target_arch)
     return args
+
+
+def _env(ctx: BuildContext) -> dict[str, str | None]:
+    """Environment of configure and build: the target's pkg-config directories (cross)."""
+    return build_env(ctx.toolchain.target_arch, ctx.toolchain.cross)
 
 
 def server_binary(ctx: BuildContext, install: Path) -> Path | None:
@@ -66,13 +69,16 @@ class ConfigureStage(PhaseStage):
     titles = ("cmake (PGO instrumented flags)", "cmake (final flags)")
 
     def inputs(self, ctx: BuildContext) -> dict[str, Any]:
-        return {
+        inputs: dict[str, Any] = {
             "flags": _phase_flags(ctx, self.phase),
             "toolchain": ctx.toolchain.describe(),
             "src": str(ctx.src),
             "tree": ctx.tree_fingerprint(),
             "extra": list(ctx.request.extra_cmake),
         }
+        if ctx.toolchain.cross:  # the emulator and pkg-config directories (native: unchanged)
+            inputs["cross"] = [*_toolchain_args(ctx), sorted(_env(ctx).items(), key=str)]
+        return inputs
 
     def outputs_ok(self, ctx: BuildContext) -> bool:
         return (ctx.layout.build / "CMakeCache.txt").is_file()
@@ -104,15 +110,21 @@ class ConfigureStage(PhaseStage):
                 argv,
                 log,
                 cwd=lay.build,
+                env=_env(ctx),
                 what=f"cmake configure ({self.phase})",
                 on_line=seen.append,
             )
         except BuildFailed as exc:
+            tc = ctx.toolchain
             for pattern, package in CONFIGURE_FAILURES:
                 if any(pattern in ln for ln in seen):
+                    # a cross build needs the target's library package (libssl-dev:arm64)
+                    target = tc.target_arch if tc.cross and package.endswith("-dev") else None
+                    pkg = f"{package}:{deb_arch(tc.target_arch)}" if target else package
                     raise BuildFailed(
                         f"cmake configure ({self.phase}) failed: {pattern}",
-                        hint=f"apt-get install {package}  (then rerun with --resume); log: {log.name}",
+                        hint=f"{install_hint([pkg], target)}  (then rerun with --resume); "
+                        f"log: {log.name}",
                     ) from exc
             raise
         downloads = find_downloads(lay.build)
@@ -131,6 +143,9 @@ CONFIGURE_FAILURES = (
     ("system libfmt library is not found or unusable", "libfmt-dev"),
     ("Could NOT find OpenSSL", "libssl-dev"),
     ("Curses library not found", "libncurses-dev"),
+    ("Could NOT find Curses", "libncurses-dev"),
+    ("cannot find -lz", "zlib1g-dev"),
+    ("cannot find -lssl", "libssl-dev"),
     ("Could NOT find ZLIB", "zlib1g-dev"),
     ("Could NOT find URING", "liburing-dev"),
     ("Could NOT find LIBAIO", "libaio-dev"),
@@ -184,7 +199,12 @@ class CompileStage(PhaseStage):
             shutil.rmtree(ctx.layout.profile)
         argv = ["cmake", "--build", str(ctx.layout.build), "--parallel", str(ctx.request.jobs)]
         ctx.run_logged(
-            argv, log, cwd=ctx.layout.build, what=f"compile ({self.phase})", on_line=on_line
+            argv,
+            log,
+            cwd=ctx.layout.build,
+            env=_env(ctx),
+            what=f"compile ({self.phase})",
+            on_line=on_line,
         )
         detail: dict[str, Any] = {"summary": f"{time.monotonic() - t0:.0f} s"}
         if self.phase == "final" and ctx.request.wants("pgo"):
@@ -245,7 +265,7 @@ class InstallStage(PhaseStage):
 
 def check_runs(ctx: BuildContext, binary: Path, log: IO[str]) -> None:
     """The installed server starts far enough to print its version (under qemu when cross)."""
-    prefix = runner_prefix(ctx.toolchain.target_arch, ctx.toolchain.cross)
+    prefix = target_runner(ctx.toolchain.target_arch, ctx.toolchain.cross)
     ctx.run_logged(
         [*prefix, str(binary), "--version"], log, what=f"{binary.name} --version", timeout_s=120
     )
@@ -271,7 +291,7 @@ class TrainStage(Stage):
         if ctx.tree.adapter.trainer == "fixture":
             from myaccel.build.train import train_fixture
 
-            prefix = runner_prefix(ctx.toolchain.target_arch, ctx.toolchain.cross)
+            prefix = target_runner(ctx.toolchain.target_arch, ctx.toolchain.cross)
             wl = FixtureWorkload(ops=ctx.request.train_ops, threads=2)
             ctx.layout.work.mkdir(parents=True, exist_ok=True)
             detail = train_fixture(binary, wl, log, prefix, ctx.layout.work)

@@ -17,24 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from myaccel import proc
 from myaccel.build.errors import TrainingError
 from myaccel.build.runner import run_streamed
-
-QEMU_SYSROOT = {"aarch64": "/usr/aarch64-linux-gnu"}
-
-
-def runner_prefix(target_arch: str, cross: bool) -> list[str]:
-    """How to execute a target binary here: directly, or under qemu-user for cross builds."""
-    if not cross:
-        return []
-    qemu = proc.which(f"qemu-{target_arch}")
-    if qemu is None:
-        raise TrainingError(
-            f"running {target_arch} binaries here needs qemu-{target_arch}",
-            hint="apt-get install qemu-user",
-        )
-    return [qemu, "-L", QEMU_SYSROOT.get(target_arch, "/")]
 
 
 @dataclass(frozen=True)

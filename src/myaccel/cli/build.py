@@ -71,14 +71,31 @@ class StageProgress:
             note(f"  {message}")
 
 
+# the options of --from-installed
+_HELP_INSTALLED = {
+    "fetch": "With --from-installed: fetch and check the source tree, build nothing.",
+    "basedir": "With --from-installed: the server of this install prefix (default: the system's).",
+    "sandbox": "With --from-installed: the server binary this myaccel sandbox runs.",
+}
+
+
 @click.command()
 @click.option(
     "--source",
     "source",
-    required=True,
     type=click.Path(),
     help="Top directory of a MariaDB/MySQL/Percona source tree.",
 )
+@click.option(
+    "--from-installed",
+    is_flag=True,
+    help="Build the installed server's exact version: its Debian source package "
+    "(apt-get source through a private deb-src list), or the tree given with --source, "
+    "checked against the binary's version.",
+)
+@click.option("--fetch-only", is_flag=True, help=_HELP_INSTALLED["fetch"])
+@click.option("--basedir", type=click.Path(file_okay=False), help=_HELP_INSTALLED["basedir"])
+@click.option("--sandbox", "sandbox_name", metavar="NAME", help=_HELP_INSTALLED["sandbox"])
 @click.option(
     "--opt",
     "opt",
@@ -160,7 +177,12 @@ class StageProgress:
 @click.option(
     "--measure-ops", type=click.IntRange(1000), default=60_000, show_default=True, hidden=True
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the manifest JSON at the end.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the manifest JSON at the end (with --dry-run: the plan as JSON).",
+)
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -198,13 +220,31 @@ def build(**kw: Any) -> None:
         from myaccel.bench.profiles import get_profile
 
         get_profile(req.train_profile)  # an unknown profile fails before anything is built
+    source, origin = _source_tree(kw)
+    if kw["fetch_only"]:
+        click.echo(json.dumps(origin, indent=2) if kw["as_json"] else f"source tree: {source}")
+        return
     if kw["dry_run"]:
-        from myaccel.build.pipeline import dry_run
+        from myaccel.build.pipeline import dry_run_plan, format_plan
 
-        click.echo(dry_run(kw["source"], req, kw["out"]))
+        if source is None:  # --from-installed, not fetched yet: a dry run fetches nothing
+            assert origin is not None
+            plan: dict[str, Any] = {"source": {"from_installed": origin}, "stages": None}
+            text = (
+                f"# would fetch {origin['spec']} with apt-get source into {origin['dest']}, "
+                "check its version, then build it (rerun --dry-run after fetching for the "
+                "whole plan)"
+            )
+        else:
+            plan = dry_run_plan(source, req, kw["out"], origin)
+            text = format_plan(plan)
+        click.echo(json.dumps(plan, indent=2) if kw["as_json"] else text)
         return
     t0 = time.monotonic()
-    man = run_build(kw["source"], req, kw["out"], resume=kw["resume"], progress=StageProgress())
+    assert source is not None
+    man = run_build(
+        source, req, kw["out"], resume=kw["resume"], progress=StageProgress(), origin=origin
+    )
     if kw["as_json"]:
         click.echo(man.model_dump_json(indent=2))
         return
@@ -214,6 +254,42 @@ def build(**kw: Any) -> None:
     # the manifest file, not OUT: OUT holds the build tree (compile_commands.json and more)
     out_dir = Path(man.out_dir)
     report_after_run([out_dir / "manifest.json"], out_dir)
+
+
+def _source_tree(kw: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """The tree to build: ``--source``, or with ``--from-installed`` the installed server's
+    own version (fetched unless this is a dry run; None then until it is fetched)."""
+    from myaccel.build.errors import BuildOptionError
+
+    if not kw["from_installed"]:
+        if kw["basedir"] or kw["sandbox_name"] or kw["fetch_only"]:
+            raise BuildOptionError(
+                "--basedir/--sandbox/--fetch-only go with --from-installed",
+                hint="add --from-installed, or leave them out and pass --source DIR",
+            )
+        if not kw["source"]:
+            raise BuildOptionError(
+                "no source tree: pass --source DIR or --from-installed",
+                hint="myaccel build --source DIR (a MariaDB/MySQL tree), or --from-installed "
+                "to fetch the installed server's own source",
+            )
+        return str(kw["source"]), None
+    from myaccel.build.distsrc import describe_installed, installed_binary, resolve_source
+    from myaccel.paths import myaccel_home
+
+    binary = installed_binary(kw["basedir"], kw["sandbox_name"])
+    server = describe_installed(binary)
+    note(
+        f"installed server: {binary} ({server.flavor} {server.version}"
+        + (f", {server.package} {server.deb_version}" if server.package else "")
+        + ")"
+    )
+    tree, origin = resolve_source(
+        server, myaccel_home(), kw["source"], fetch_it=not kw["dry_run"], say=note
+    )
+    if tree is not None:
+        note(f"source tree: {tree} ({origin['check']['matched_by']} {origin['check']['version']})")
+    return (str(tree) if tree is not None else None), origin
 
 
 def format_summary(m: dict[str, Any], wall_s: float) -> str:
