@@ -13,6 +13,7 @@ from myaccel.cli.progress import note
 from myaccel.clone import CloneRequest, CloneResult, make_clone
 from myaccel.errors import UsageError
 from myaccel.facts.sysroot import parse_cpu_list
+from myaccel.server.sandbox.layout import validate_name
 from myaccel.units import format_bytes
 
 
@@ -45,8 +46,13 @@ def render(result: CloneResult) -> None:
     click.echo(f"source:     {rec.source.connection}, {rec.source.flavor} {rec.source.version}")
     click.echo(f"server:     {rec.server.binary} ({rec.server.note})")
     if data is not None:
-        what = data.note if data.schema_only else f"{format_bytes(data.bytes_copied)}"
-        click.echo(f"data:       {data.method}, {what} in {data.duration_s:.1f} s")
+        if data.schema_only:
+            click.echo(f"data:       {data.note}")
+        else:
+            click.echo(
+                f"data:       {data.method}, {format_bytes(data.bytes_copied)} in "
+                f"{data.duration_s:.1f} s"
+            )
     click.echo(
         f"config:     {rec.config_file} ({len(rec.options)} lines, {len(rec.rewritten)} rewritten)"
     )
@@ -89,13 +95,15 @@ def clone(opts: CloneOptions) -> None:
     source is never written to, except the clone plugin installed for the copy and
     uninstalled after it when it was not loaded. Remove with `myaccel sandbox destroy`.
     """
+    validate_name(opts.name)
+    cpus = _cpus(opts.cpus)
     params = resolve(opts.conn)
     request = CloneRequest(
         source=params,
         name=opts.name,
         source_sandbox=opts.conn.sandbox,
         port=opts.clone_port,
-        cpus=_cpus(opts.cpus),
+        cpus=cpus,
         nice=opts.nice,
         schema_only=opts.schema_only,
         timeout_s=opts.timeout_s,

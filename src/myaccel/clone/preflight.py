@@ -92,7 +92,7 @@ def detect_restart(
     if src.sandbox is not None:
         return RestartMethod("sandbox", src.sandbox, "the server is a myaccel sandbox")
     if restart_command:
-        return RestartMethod("command", restart_command, "given with --restart-command")
+        return RestartMethod("command", restart_command, "given by the user")
     if src.pid is None:
         return RestartMethod("none", "the server is not on this host", "no local process")
     try:
@@ -185,8 +185,8 @@ def preflight(
         pre.problems.append(
             Problem(
                 f"myaccel cannot restart this server: {restart.detail}",
-                hint="changes that need a restart are left out; pass --restart-command CMD "
-                "to allow them",
+                hint="changes that need a restart are left out; a restart command given by "
+                "the user (or a systemd unit) allows them",
                 blocking=False,
             )
         )

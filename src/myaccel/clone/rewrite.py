@@ -91,31 +91,23 @@ def _under(path: str, root: Path) -> str | None:
     return str(p.relative_to(root)) if root in p.parents else None
 
 
+def _left_out(name: str, value: str | None, reason: str) -> Outcome:
+    return Outcome(
+        False, None, Rewrite(variable=name, source_value=value, clone_value=None, reason=reason)
+    )
+
+
 def rewrite_option(key: str, value: str | None, src: SourceServer, target: Target) -> Outcome:
     """What becomes of one option of the source in the clone's option file."""
     name = canonical_key(key)
     if name in OWNED_KEYS or name == "tmpdir":
-        return Outcome(
-            False,
-            None,
-            Rewrite(
-                variable=name,
-                source_value=value,
-                clone_value=None,
-                reason=OWNED_REASONS.get(name, "set by the sandbox"),
-            ),
-        )
+        return _left_out(name, value, OWNED_REASONS.get(name, "set by the sandbox"))
     if name in FORBIDDEN_KEYS or name.startswith(FORBIDDEN_PREFIXES) or name.startswith("mysqlx"):
-        return Outcome(
-            False,
-            None,
-            Rewrite(
-                variable=name,
-                source_value=value,
-                clone_value=None,
-                reason="dropped: it would reach outside the sandbox (another port, the X "
-                "protocol or a cluster)",
-            ),
+        return _left_out(
+            name,
+            value,
+            "dropped: it would reach outside the sandbox (another port, the X protocol or a "
+            "cluster)",
         )
     if value is None:
         return Outcome(True, None)

@@ -114,14 +114,6 @@ def _variables(sb: Sandbox) -> dict[str, str]:
     return {str(k): str(v) for k, v in sb.query("SHOW GLOBAL VARIABLES")}
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    monkeypatch.setenv("MYACCEL_HOME", str(h))
-    return h
-
-
 def _check_clone(home: Path, prod: Sandbox) -> None:
     _populate(prod)
     before = _schemas(prod)
@@ -176,7 +168,8 @@ def _check_clone(home: Path, prod: Sandbox) -> None:
     assert not clone.dir.exists()
 
 
-def test_clone_mariadb(home: Path) -> None:
+def test_clone_mariadb(myaccel_home: Path) -> None:
+    home = myaccel_home
     prod = Sandbox.init("prod", home=home, timeout_s=120, flavor="mariadb")
     try:
         _check_clone(home, prod)
@@ -184,7 +177,8 @@ def test_clone_mariadb(home: Path) -> None:
         prod.destroy()
 
 
-def test_clone_mysql(home: Path, mysql_basedir: Path | None) -> None:
+def test_clone_mysql(myaccel_home: Path, mysql_basedir: Path | None) -> None:
+    home = myaccel_home
     prod = Sandbox.init("prod", basedir=mysql_basedir, home=home, timeout_s=180, flavor="mysql")
     try:
         _check_clone(home, prod)
