@@ -173,6 +173,21 @@ def test_clone_mariadb(myaccel_home: Path) -> None:
     prod = Sandbox.init("prod", home=home, timeout_s=120, flavor="mariadb")
     try:
         _check_clone(home, prod)
+        # schema only (what a disk too small for the data gets): tables empty, said so
+        r = CliRunner().invoke(
+            cli,
+            ["clone", "--sandbox", "prod", "--name", "shape", "--schema-only", "--json"],
+            env={"MYACCEL_HOME": str(home)},
+        )
+        assert r.exit_code == 0, r.output
+        data = json.loads(r.stdout)["data"]
+        assert data["schema_only"] and "not generated yet" in data["note"]
+        shape = Sandbox.load("shape", home=home)
+        assert shape.query(f"SELECT COUNT(*) FROM {SCHEMA}.orders") == [(0,)]
+        assert shape.query(f"SHOW FULL TABLES FROM {SCHEMA} LIKE 'big_orders'") == [
+            ("big_orders", "VIEW")
+        ]
+        shape.destroy()
     finally:
         prod.destroy()
 
