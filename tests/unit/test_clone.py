@@ -177,6 +177,14 @@ def test_restart_method(tmp_path: Path) -> None:
     assert detect_restart(src, proc_root=tmp_path).kind == "sandbox"
 
 
+def test_restart_method_of_a_sandbox_reached_by_socket(myaccel_home: Path) -> None:
+    src = _source(myaccel_home)
+    option_file = myaccel_home / "sandboxes" / "prod" / "my.cnf"
+    src.pid, src.args = 4242, ["/usr/sbin/mariadbd", f"--defaults-file={option_file}"]
+    found = detect_restart(src)
+    assert (found.kind, found.detail) == ("sandbox", "prod")
+
+
 def test_privileges_and_disk(tmp_path: Path) -> None:
     maria = _source(tmp_path)
     assert "BINLOG MONITOR" in needed_privileges(maria, "clone")

@@ -20,6 +20,7 @@ import pymysql
 from myaccel.clone.errors import CloneError
 from myaccel.clone.source import SourceServer
 from myaccel.server.connection import connect, query_rows
+from myaccel.server.sandbox.layout import sandboxes_root
 from myaccel.units import format_bytes
 
 RestartKind = Literal["sandbox", "systemd", "command", "none"]
@@ -91,6 +92,10 @@ def detect_restart(
     systemd unit whose cgroup holds its process."""
     if src.sandbox is not None:
         return RestartMethod("sandbox", src.sandbox, "the server is a myaccel sandbox")
+    for arg in src.args[1:2]:  # a sandbox's server reached by its socket or port
+        option_file = Path(arg.removeprefix("--defaults-file="))
+        if arg.startswith("--defaults-file=") and option_file.parent.parent == sandboxes_root():
+            return RestartMethod("sandbox", option_file.parent.name, f"started with {arg}")
     if restart_command:
         return RestartMethod("command", restart_command, "given by the user")
     if src.pid is None:
@@ -110,15 +115,30 @@ def detect_restart(
     )
 
 
+_GRANTEE = (
+    "GRANTEE = CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
+    "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
+)
+
+
 def global_privileges(conn: pymysql.connections.Connection[Any]) -> set[str]:
-    """The global privileges of the connected account (``information_schema``)."""
-    rows = query_rows(
+    """The global privileges of the connected account (``information_schema``), with
+    INSERT/DELETE granted on ``mysql`` or ``mysql.plugin`` counted too (all that
+    INSTALL/UNINSTALL PLUGIN need)."""
+    have = {
+        str(r[0]).upper()
+        for r in query_rows(
+            conn, f"SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE {_GRANTEE}"
+        )
+    }
+    on_plugins = query_rows(
         conn,
-        "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = "
-        "CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
-        "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')",
+        "SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE "
+        f"TABLE_SCHEMA = 'mysql' AND {_GRANTEE} UNION SELECT PRIVILEGE_TYPE FROM "
+        "information_schema.TABLE_PRIVILEGES WHERE TABLE_SCHEMA = 'mysql' AND "
+        f"TABLE_NAME = 'plugin' AND {_GRANTEE}",
     )
-    return {str(r[0]).upper() for r in rows}
+    return have | ({str(r[0]).upper() for r in on_plugins} & {"INSERT", "DELETE"})
 
 
 def needed_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
@@ -169,12 +189,12 @@ def preflight(
     user = src.params.user
     if missing:
         grant = ", ".join(p for p in missing if p not in ("INSERT", "DELETE"))
-        hint = f"GRANT {grant} ON *.* TO <{user}>" if grant else ""
+        hint = f"GRANT {grant} ON *.* TO '{user}'@'HOST' (as an administrator)" if grant else ""
         if "INSERT" in missing:
             hint = (hint + "; and " if hint else "") + (
                 "the clone plugin is not loaded: INSTALL PLUGIN clone SONAME "
                 "'mysql_clone.so' as an administrator (myaccel then leaves it loaded), or "
-                f"GRANT INSERT, DELETE ON mysql.plugin TO <{user}>"
+                f"GRANT INSERT, DELETE ON mysql.plugin TO '{user}'@'HOST'"
             )
         pre.problems.append(
             Problem(f"{user} lacks {', '.join(missing)} for the {purpose}", hint=hint)
