@@ -23,6 +23,7 @@ import pymysql
 
 from myaccel import proc
 from myaccel.clone.errors import CloneError
+from myaccel.clone.record import StepState
 from myaccel.clone.source import SourceServer
 from myaccel.server.connection import ConnectParams, connect
 from myaccel.server.sandbox.snapshots import dir_size_bytes
@@ -33,7 +34,7 @@ PROGRESS_EVERY_S = 2.0
 
 Say = Callable[[str], None]
 # called before and after the one write on a MySQL source: ("install-plugin", "started")...
-Journal = Callable[[str, str, str], None]
+Journal = Callable[[str, StepState, str], None]
 
 
 @contextlib.contextmanager

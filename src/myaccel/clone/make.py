@@ -20,7 +20,14 @@ from myaccel.clone.defaults import compiled_defaults
 from myaccel.clone.errors import CloneError
 from myaccel.clone.fence import Fence, choose_fence
 from myaccel.clone.preflight import Preflight, preflight
-from myaccel.clone.record import CloneRecord, DataCopy, ServerChoice, SourceInfo, save_record
+from myaccel.clone.record import (
+    CloneRecord,
+    DataCopy,
+    ServerChoice,
+    SourceInfo,
+    StepState,
+    save_record,
+)
 from myaccel.clone.rewrite import Target
 from myaccel.clone.schema import replay_schema, table_shapes
 from myaccel.clone.source import SourceServer, read_source
@@ -184,8 +191,8 @@ def _build(
         record.notes.append(pre.disk.describe())
     record.notes.append(f"restart method of the source: {pre.restart.kind} ({pre.restart.detail})")
 
-    def journal(step: str, state: str, detail: str) -> None:
-        record.step(step, state, detail)  # type: ignore[arg-type]
+    def journal(step: str, state: StepState, detail: str) -> None:
+        record.step(step, state, detail)
         save_record(sb.dir, record)
 
     journal("register", "done", f"sandbox '{sb.name}' at {sb.dir}")
