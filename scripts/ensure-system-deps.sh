@@ -26,6 +26,7 @@ needs=(
   "ninja:ninja-build"
   "aarch64-linux-gnu-g++:g++-aarch64-linux-gnu" # cross builds of the fixture (atomics classes)
   "chromium:chromium"   # headless check of report.html (tests/integration/test_report_chromium.py)
+  "mariadb-backup:mariadb-backup"   # myaccel clone of a MariaDB server (hot copy: --backup, --prepare)
 )
 
 missing=()

@@ -404,6 +404,11 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("report-other-schema", ["report", "{in_}/run-otherschema.json"], USAGE, ""),
     ("report-out-is-file", ["report", "{in_}/ab", "--out", "{in_}/a-file"], USAGE, "--out"),
     # --- sandbox
+    ("clone-no-name", ["clone", "--sandbox", "nosuch"], USAGE, "--name"),
+    ("clone-bad-name", ["clone", "--sandbox", "nosuch", "--name", "a/b"], USAGE, "invalid"),
+    ("clone-source-missing", ["clone", "--sandbox", "nosuch", "--name", "c"], SANDBOX, "nosuch"),
+    ("clone-bad-cpus", ["clone", "--name", "c", "--cpus", "x-"], USAGE, "--cpus"),
+    ("clone-nice-range", ["clone", "--name", "c", "--nice", "99"], USAGE, "--nice"),
     ("sandbox-bad-subcommand", ["sandbox", "frobnicate"], USAGE, "No such command"),
     ("sandbox-start-missing", ["sandbox", "start", "nosuch"], SANDBOX, "nosuch"),
     ("sandbox-stop-missing", ["sandbox", "stop", "nosuch"], SANDBOX, "nosuch"),

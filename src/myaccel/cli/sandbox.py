@@ -225,6 +225,8 @@ def _status_rows(sb: Sandbox, st: SandboxStatus) -> list[tuple[str, str]]:
         ("socket", st.socket),
         ("datadir", st.datadir),
         ("config", st.active_config.describe()),
+        *([("base config", sb.state.base_config)] if sb.state.base_config else []),
+        *([("runs under", " ".join(sb.state.launch_prefix))] if sb.state.launch_prefix else []),
         ("option file", st.option_file),
         ("error log", st.error_log),
         ("bench user", f"{sb.state.bench_user} (password in {sb.state_file})"),

@@ -63,6 +63,12 @@ class ServerFlavor(ABC):
     # >= 5.7.9 and MariaDB >= 10.0.4; the COM_SHUTDOWN packet of ``mariadb-admin shutdown``
     # is gone from MySQL 9.x)
     shutdown_sql: ClassVar[str] = "SHUTDOWN"
+    # how a copy of a running server's data is taken without stopping it (myaccel clone)
+    hot_copy: ClassVar[str]
+    # the global privileges that copy needs on the source server
+    hot_copy_privileges: ClassVar[tuple[str, ...]]
+    # the option that keeps a copy from connecting to its source's primary
+    skip_replica_start: ClassVar[str]
 
     @property
     def label(self) -> str:
@@ -105,6 +111,21 @@ class ServerFlavor(ABC):
     def persisted_options_file(self, datadir: Path) -> Path | None:
         """Where ``SET PERSIST`` writes (None: the flavor has no such file)."""
         return None
+
+    def admin_account_sql(self, user: str) -> list[str]:
+        """Statements (one per line, for an ``init_file``) that give ``user``@localhost
+        every privilege and an empty password: a clone's admin over its 0700 socket, whatever
+        the copied account was."""
+        return [
+            f"CREATE USER IF NOT EXISTS '{user}'@'localhost';",
+            f"ALTER USER '{user}'@'localhost' IDENTIFIED WITH caching_sha2_password BY '';",
+            f"GRANT ALL PRIVILEGES ON *.* TO '{user}'@'localhost' WITH GRANT OPTION;",
+        ]
+
+    def print_defaults_argv(self, binary: str, defaults_args: list[str]) -> list[str]:
+        """What the server reads from its option files (``--print-defaults`` with the
+        ``--defaults-*`` options it was started with)."""
+        return [binary, *defaults_args, "--print-defaults"]
 
     def setup_accounts(self, cur: Cursor, *, user: str, password: str, database: str) -> None:
         """Keep only root@localhost as admin (over the 0700 socket), drop the test

@@ -13,6 +13,19 @@ class MariaDBFlavor(ServerFlavor):
     handles = frozenset({"mariadb"})
     server_binaries = ("mariadbd",)
     install_db_names = ("mariadb-install-db", "mysql_install_db")
+    hot_copy = "mariadb-backup"
+    # what mariadb-backup --backup needs (MariaDB >= 10.5: BINLOG MONITOR, formerly
+    # REPLICATION CLIENT)
+    hot_copy_privileges = ("RELOAD", "PROCESS", "LOCK TABLES", "BINLOG MONITOR")
+    skip_replica_start = "skip_slave_start"
+
+    def admin_account_sql(self, user: str) -> list[str]:
+        return [
+            f"CREATE USER IF NOT EXISTS '{user}'@'localhost';",
+            f"ALTER USER '{user}'@'localhost' IDENTIFIED VIA mysql_native_password "
+            "USING PASSWORD('');",
+            f"GRANT ALL PRIVILEGES ON *.* TO '{user}'@'localhost' WITH GRANT OPTION;",
+        ]
 
     def init_argv(self, install: Install, option_file: Path) -> list[str]:
         """``mariadb-install-db --defaults-file=F --basedir=B``; from 10.4 root gets a

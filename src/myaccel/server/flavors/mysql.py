@@ -22,6 +22,9 @@ class MySQLFlavor(ServerFlavor):
     # Percona Server differs from MySQL in features, not in how a sandbox runs it
     handles = frozenset({"mysql", "percona"})
     server_binaries = ("mysqld",)
+    hot_copy = "clone-plugin"
+    hot_copy_privileges = ("BACKUP_ADMIN",)  # CLONE LOCAL DATA DIRECTORY
+    skip_replica_start = "skip_replica_start"
 
     def init_argv(self, install: Install, option_file: Path) -> list[str]:
         v = install.version

@@ -224,7 +224,13 @@ class SandboxCore:
             ("skip-name-resolve", None),
             ("tmpdir", str(self.dir / "tmp")),
         ]
-        return base + install.adapter.start_options()
+        base += install.adapter.start_options()
+        if self.state.base_config is not None:  # a clone: its source's configuration
+            groups = install.adapter.option_groups(install.version.series)
+            base += [
+                (o.key, o.value) for o in read_server_options(Path(self.state.base_config), groups)
+            ]
+        return base
 
     def _compose(
         self,

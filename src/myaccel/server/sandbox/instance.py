@@ -29,7 +29,7 @@ import logging
 import secrets
 import shutil
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Self
 
@@ -111,51 +111,87 @@ class Sandbox(SandboxSnapshots):
             )
         init_argv(install, Path("/dev/null"))  # fail early when no init tool exists
         say(f"using {install.label} at {install.binary}")
-        root.mkdir(parents=True, exist_ok=True)
-        with process.file_lock(root / ".locks" / "ports.lock", "sandbox ports"):
-            existing = cls.list_all(home=h)
-            if port is not None:
-                check_requested_port(port, _port_owners(existing))
-                chosen = port
-            else:
-                chosen = pick_port({sb.port for sb in existing}, seed=f"{h}/{name}")
-            if sdir.exists():
-                raise SandboxError(f"sandbox '{name}' already exists", hint="pick another name")
-            ensure_private_dir(sdir)
-            try:
-                sb = cls._create(
-                    name=name,
-                    home=h,
-                    sdir=sdir,
-                    install=install,
-                    port=chosen,
-                    timeout_s=timeout_s,
-                    say=say,
-                )
-            except BaseException:
-                _remove_half_made(sdir, name, h)
-                raise
+        with cls._allocated(name, h, port) as (sdir, chosen):
+            sb = cls._create(
+                name=name,
+                home=h,
+                sdir=sdir,
+                install=install,
+                port=chosen,
+                timeout_s=timeout_s,
+                say=say,
+            )
         if not start:
             say(sb.stop())
         return sb
 
     @classmethod
-    def _create(
+    @contextlib.contextmanager
+    def _allocated(cls, name: str, home: Path, port: int | None) -> Iterator[tuple[Path, int]]:
+        """A new sandbox's private directory and port, under the ports lock; the directory
+        is removed again (with a server started in it) when the body fails."""
+        root = sandboxes_root(home)
+        sdir = root / name
+        root.mkdir(parents=True, exist_ok=True)
+        with process.file_lock(root / ".locks" / "ports.lock", "sandbox ports"):
+            existing = cls.list_all(home=home)
+            if port is not None:
+                check_requested_port(port, _port_owners(existing))
+                chosen = port
+            else:
+                chosen = pick_port({sb.port for sb in existing}, seed=f"{home}/{name}")
+            if sdir.exists():
+                raise SandboxError(f"sandbox '{name}' already exists", hint="pick another name")
+            ensure_private_dir(sdir)
+            try:
+                yield sdir, chosen
+            except BaseException:
+                _remove_half_made(sdir, name, home)
+                raise
+
+    @classmethod
+    def reserve(
         cls,
-        *,
         name: str,
-        home: Path,
-        sdir: Path,
         install: ServerInstall,
-        port: int,
-        timeout_s: float,
-        say: Progress,
+        *,
+        home: Path | None = None,
+        port: int | None = None,
     ) -> Self:
+        """A registered sandbox without a datadir yet: its directory, port, socket and
+        ``state.json`` (a clone fills the datadir and its base configuration, then starts
+        it). From here on ``destroy`` removes everything under its directory."""
+        validate_name(name)
+        if port is not None:
+            validate_port(port)
+        h = resolve_home(home)
+        refuse_system_dirs(sandboxes_root(h))
+        if (sandboxes_root(h) / name).exists():
+            raise SandboxError(
+                f"sandbox '{name}' already exists",
+                hint=f"pick another name, or remove it with `myaccel sandbox destroy {name}`",
+            )
+        with cls._allocated(name, h, port) as (sdir, chosen):
+            sb = cls(h, cls._new_state(name, sdir, install, chosen))
+            (sdir / "tmp").mkdir(mode=0o700, exist_ok=True)
+            (sdir / "files").mkdir(mode=0o700, exist_ok=True)
+            if sb.state.socket_fallback:
+                ensure_private_dir(sb.socket.parent)
+            sb._save_state()
+        return sb
+
+    def set_base(self, base_config: Path | None, launch_prefix: Sequence[str] = ()) -> None:
+        """The option file joined to the base configuration and the argv prefix of every
+        start (see ``SandboxState``); they take effect at the next start."""
+        with self._locked():
+            self.state.base_config = str(base_config) if base_config is not None else None
+            self.state.launch_prefix = list(launch_prefix)
+            self._save_state()
+
+    @staticmethod
+    def _new_state(name: str, sdir: Path, install: ServerInstall, port: int) -> SandboxState:
         sock, fallback = socket_path_for(sdir)
-        if fallback:
-            ensure_private_dir(sock.parent)
-            say(f"socket path under {sdir} is too long; using {sock}")
-        state = SandboxState(
+        return SandboxState(
             name=name,
             flavor=install.flavor,
             version=install.version.text,
@@ -171,30 +207,52 @@ class Sandbox(SandboxSnapshots):
             created_at=now_iso(),
             bench_password=secrets.token_hex(12),
         )
+
+    @classmethod
+    def _create(
+        cls,
+        *,
+        name: str,
+        home: Path,
+        sdir: Path,
+        install: ServerInstall,
+        port: int,
+        timeout_s: float,
+        say: Progress,
+    ) -> Self:
+        state = cls._new_state(name, sdir, install, port)
+        if state.socket_fallback:
+            ensure_private_dir(Path(state.socket).parent)
+            say(f"socket path under {sdir} is too long; using {state.socket}")
         sb = cls(home, state)
         (sdir / "tmp").mkdir(mode=0o700, exist_ok=True)
         (sdir / "files").mkdir(mode=0o700, exist_ok=True)
-        sb.option_file.write_text(sb._compose(install).text)
-        argv = init_argv(install, sb.option_file)
+        sb.init_datadir(install, say)
+        sb._save_state()
+        say("starting the server")
+        sb._start_unlocked(install=install, timeout_s=timeout_s, say=say)
+        say(f"creating database {BENCH_DATABASE} and user {BENCH_USER}")
+        sb._setup_users()
+        say(f"sandbox '{name}' ready: port {port}, socket {state.socket}")
+        return sb
+
+    def init_datadir(self, install: ServerInstall, progress: Progress | None = None) -> None:
+        """Create an empty datadir with the flavor's tool (the server stays stopped)."""
+        say = progress or noop
+        self.option_file.write_text(self._compose(install).text)
+        argv = init_argv(install, self.option_file)
         tool = Path(argv[0]).name
-        say(f"initializing {sb.datadir} with {tool}")
-        done = proc.run(argv, timeout_s=INIT_TIMEOUT_S, cwd=sdir)
-        with open(sb.error_log, "a") as fh:
+        say(f"initializing {self.datadir} with {tool}")
+        done = proc.run(argv, timeout_s=INIT_TIMEOUT_S, cwd=self.dir)
+        with open(self.error_log, "a") as fh:
             fh.write(f"--- {now_iso()} myaccel: {' '.join(argv)}\n{done.stdout}{done.stderr}\n")
-        if not done.ok or not (sb.datadir / "mysql").is_dir():
+        if not done.ok or not (self.datadir / "mysql").is_dir():
             tail = (done.stderr + done.stdout).strip().splitlines()[-LOG_TAIL_LINES:]
             err = next((ln for ln in reversed(tail) if "ERROR" in ln), tail[-1] if tail else "")
             raise SandboxError(
                 f"{tool} failed (exit code {done.returncode}): {err.strip()[:200]}",
                 hint="last lines of its output:\n  " + "\n  ".join(tail),
             )
-        sb._save_state()
-        say("starting the server")
-        sb._start_unlocked(install=install, timeout_s=timeout_s, say=say)
-        say(f"creating database {BENCH_DATABASE} and user {BENCH_USER}")
-        sb._setup_users()
-        say(f"sandbox '{name}' ready: port {port}, socket {sock}")
-        return sb
 
     def _setup_users(self) -> None:
         conn = connect(self.connect_params())

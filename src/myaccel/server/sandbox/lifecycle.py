@@ -194,7 +194,7 @@ class SandboxLifecycle(SandboxCore):
         previous_text = self.option_file.read_text() if self.option_file.exists() else None
         self.option_file.write_text(composed.text)
         log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
-        argv = [*wrapper, *server_argv(install, self.option_file)]
+        argv = [*self.state.launch_prefix, *wrapper, *server_argv(install, self.option_file)]
         with open(self.error_log, "a") as fh:
             fh.write(f"--- {now_iso()} myaccel: {' '.join(argv)}\n")
         say(f"starting {install.label} on port {self.port}")

@@ -191,7 +191,7 @@ def check_sets(sets: Mapping[str, str], sandbox_dir: Path) -> None:
             raise UsageError(f"--set {key}: {reason}", hint=hints.get(reason, ""))
 
 
-def _quote_value(value: str) -> str:
+def quote_value(value: str) -> str:
     """A value as option-file text: backslashes are escapes there, so double them, and
     quote values with spaces or '#'."""
     v = value.replace("\\", "\\\\")
@@ -249,7 +249,7 @@ def compose_option_file(
         lines.append("# -- from --set")
         for k, v in sets.items():
             user_keys.append(normalize_key(k))
-            lines.append(f"{k}={_quote_value(v)}")
+            lines.append(f"{k}={quote_value(v)}")
     lines.append("# -- owned by the sandbox: last, so they always win")
     lines += [k if v is None else f"{k}={v}" for k, v in owned]
     return ComposedOptions("\n".join(lines) + "\n", tuple(overridden), tuple(user_keys))

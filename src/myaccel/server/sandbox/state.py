@@ -84,6 +84,11 @@ class SandboxState(BaseModel):
     bench_password: str
     bench_database: str = BENCH_DATABASE
     active_config: ActiveConfig = ActiveConfig()
+    # An option file whose server options join the base configuration, before --config and
+    # --set (a clone's copy of its source server's configuration; myaccel.clone).
+    base_config: str | None = None
+    # An argv prefix of every start (a clone's fence: taskset, nice, ionice; myaccel.clone).
+    launch_prefix: list[str] = []
 
 
 @dataclass(frozen=True)

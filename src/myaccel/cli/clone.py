@@ -1,0 +1,115 @@
+"""`myaccel clone`: a sandbox that reproduces a running server (binary, configuration,
+data), fenced beside it and usable wherever a sandbox is (``--sandbox NAME``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import click
+
+from myaccel.cli import ranges
+from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
+from myaccel.cli.progress import note
+from myaccel.clone import CloneRequest, CloneResult, make_clone
+from myaccel.errors import UsageError
+from myaccel.facts.sysroot import parse_cpu_list
+from myaccel.server.sandbox.layout import validate_name
+from myaccel.units import format_bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class CloneOptions(ServerOptions):
+    name: str
+    clone_port: int | None = None
+    cpus: str | None = None
+    nice: int | None = None
+    schema_only: bool = False
+    timeout_s: float = 180.0
+    as_json: bool = False
+
+
+def _cpus(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return parse_cpu_list(text)
+    except ValueError as exc:
+        raise UsageError(
+            f"--cpus {text!r}: {exc}", hint="for example --cpus 1 or --cpus 2-3"
+        ) from exc
+
+
+def render(result: CloneResult) -> None:
+    rec = result.record
+    data = rec.data
+    click.echo(f"clone:      {rec.name} (sandbox; use --sandbox {rec.name})")
+    click.echo(f"source:     {rec.source.connection}, {rec.source.flavor} {rec.source.version}")
+    click.echo(f"server:     {rec.server.binary} ({rec.server.note})")
+    if data is not None:
+        if data.schema_only:
+            click.echo(f"data:       {data.note}")
+        else:
+            click.echo(
+                f"data:       {data.method}, {format_bytes(data.bytes_copied)} in "
+                f"{data.duration_s:.1f} s"
+            )
+    click.echo(
+        f"config:     {rec.config_file} ({len(rec.options)} lines, {len(rec.rewritten)} rewritten)"
+    )
+    if rec.fence is not None:
+        click.echo(f"fence:      {' '.join(rec.fence.argv_prefix)} ({rec.fence.reason})")
+    click.echo(f"record:     {result.record_path}")
+    click.echo(f"took:       {result.duration_s:.1f} s")
+    if result.unexplained:
+        note("warning: variables differ without a known reason: " + ", ".join(result.unexplained))
+
+
+@click.command()
+@server_options
+@click.option("--name", required=True, metavar="CLONE", help="The clone's sandbox name.")
+@click.option(
+    "--clone-port", type=ranges.TCP_PORT, metavar="N", help="The clone's port (default: free)."
+)
+@click.option("--cpus", metavar="LIST", help="CPUs for the clone (default: the upper half).")
+@click.option(
+    "--nice", type=click.IntRange(0, 19), metavar="N", help="The clone's nice level (10)."
+)
+@click.option("--schema-only", is_flag=True, help="Copy the schema, not the rows.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=ranges.TIMEOUT_S,
+    default=180.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for the clone's server to start.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the clone's record (JSON).")
+@options_into(CloneOptions)
+def clone(opts: CloneOptions) -> None:
+    """Make a sandbox that reproduces a running server, without stopping it.
+
+    Same binary, its effective configuration (option files, SET PERSIST, runtime changes)
+    with paths, port, socket and server id rewritten, and a consistent copy of its data
+    (MariaDB: mariadb-backup; MySQL: the clone plugin, which needs BACKUP_ADMIN). The
+    source is never written to, except the clone plugin installed for the copy and
+    uninstalled after it when it was not loaded. Remove with `myaccel sandbox destroy`.
+    """
+    validate_name(opts.name)
+    cpus = _cpus(opts.cpus)
+    params = resolve(opts.conn)
+    request = CloneRequest(
+        source=params,
+        name=opts.name,
+        source_sandbox=opts.conn.sandbox,
+        port=opts.clone_port,
+        cpus=cpus,
+        nice=opts.nice,
+        schema_only=opts.schema_only,
+        timeout_s=opts.timeout_s,
+    )
+    result = make_clone(request, note)
+    if opts.as_json:
+        click.echo(result.record.model_dump_json(indent=2))
+    else:
+        render(result)

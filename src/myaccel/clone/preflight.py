@@ -1,0 +1,249 @@
+"""What can be known before touching a server: how it will be restarted (a sandbox, a
+systemd unit, or a command the user gives), whether the account has the privileges the
+work needs, and whether the disk holds a copy of its data. Each problem is a one-line
+message with a hint; ``require`` raises the first blocking one before any side effect.
+
+Used by ``myaccel clone`` (privileges for the copy, disk) and by the accelerate flow on an
+existing server (restart method, privileges to change variables)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pymysql
+
+from myaccel.clone.errors import CloneError
+from myaccel.clone.source import SourceServer
+from myaccel.server.connection import connect, query_rows
+from myaccel.server.sandbox.layout import sandboxes_root
+from myaccel.units import format_bytes
+
+RestartKind = Literal["sandbox", "systemd", "command", "none"]
+Purpose = Literal["clone", "apply"]
+
+# what a copy needs beyond the data itself: redo written meanwhile, the prepare step
+COPY_OVERHEAD = 1.2
+COPY_MARGIN_BYTES = 256 * 1024 * 1024
+# never fill the file system beyond this share
+KEEP_FREE_SHARE = 0.05
+# SET GLOBAL on a variable (MySQL >= 8: SYSTEM_VARIABLES_ADMIN; MariaDB and older: SUPER)
+_APPLY_PRIVILEGES = {"mysql": ("SYSTEM_VARIABLES_ADMIN",), "mariadb": ("SUPER",)}
+_SYSTEMD_UNIT = re.compile(r"/system\.slice/(?:.*/)?([^/]+\.service)")
+
+
+@dataclass(frozen=True)
+class RestartMethod:
+    kind: RestartKind
+    detail: str  # the sandbox, the unit, the command, or why none
+    evidence: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.kind != "none"
+
+
+@dataclass(frozen=True)
+class DiskCheck:
+    path: str
+    need_bytes: int
+    free_bytes: int
+
+    @property
+    def fits(self) -> bool:
+        return self.free_bytes >= self.need_bytes
+
+    def describe(self) -> str:
+        return (
+            f"a copy needs about {format_bytes(self.need_bytes)}, {self.path} has "
+            f"{format_bytes(self.free_bytes)} free"
+        )
+
+
+@dataclass(frozen=True)
+class Problem:
+    message: str
+    hint: str
+    blocking: bool = True
+
+
+@dataclass
+class Preflight:
+    restart: RestartMethod
+    missing_privileges: list[str]
+    disk: DiskCheck | None
+    problems: list[Problem] = field(default_factory=list)
+
+    def require(self) -> None:
+        """Raise the first blocking problem (a one-line ``CloneError`` with its hint)."""
+        for p in self.problems:
+            if p.blocking:
+                raise CloneError(p.message, hint=p.hint)
+
+
+def detect_restart(
+    src: SourceServer, restart_command: str | None = None, proc_root: Path = Path("/proc")
+) -> RestartMethod:
+    """How myaccel could restart the source: its sandbox, a command the user gave, or the
+    systemd unit whose cgroup holds its process."""
+    if src.sandbox is not None:
+        return RestartMethod("sandbox", src.sandbox, "the server is a myaccel sandbox")
+    for arg in src.args[1:2]:  # a sandbox's server reached by its socket or port
+        option_file = Path(arg.removeprefix("--defaults-file="))
+        if arg.startswith("--defaults-file=") and option_file.parent.parent == sandboxes_root():
+            return RestartMethod("sandbox", option_file.parent.name, f"started with {arg}")
+    if restart_command:
+        return RestartMethod("command", restart_command, "given by the user")
+    if src.pid is None:
+        return RestartMethod("none", "the server is not on this host", "no local process")
+    try:
+        cgroup = (proc_root / str(src.pid) / "cgroup").read_text()
+    except OSError as exc:
+        return RestartMethod("none", f"/proc/{src.pid}/cgroup unreadable ({exc.strerror})")
+    for line in cgroup.splitlines():
+        m = _SYSTEMD_UNIT.search(line)
+        if m:
+            return RestartMethod("systemd", m.group(1), f"/proc/{src.pid}/cgroup: {line}")
+    return RestartMethod(
+        "none",
+        f"pid {src.pid} runs outside any systemd unit (started by hand or by a script)",
+        f"/proc/{src.pid}/cgroup",
+    )
+
+
+_GRANTEE = (
+    "GRANTEE = CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
+    "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
+)
+
+
+def global_privileges(conn: pymysql.connections.Connection[Any]) -> set[str]:
+    """The global privileges of the connected account (``information_schema``), with
+    INSERT/DELETE granted on ``mysql`` or ``mysql.plugin`` counted too (all that
+    INSTALL/UNINSTALL PLUGIN need)."""
+    have = {
+        str(r[0]).upper()
+        for r in query_rows(
+            conn, f"SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE {_GRANTEE}"
+        )
+    }
+    on_plugins = query_rows(
+        conn,
+        "SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE "
+        f"TABLE_SCHEMA = 'mysql' AND {_GRANTEE} UNION SELECT PRIVILEGE_TYPE FROM "
+        "information_schema.TABLE_PRIVILEGES WHERE TABLE_SCHEMA = 'mysql' AND "
+        f"TABLE_NAME = 'plugin' AND {_GRANTEE}",
+    )
+    return have | ({str(r[0]).upper() for r in on_plugins} & {"INSERT", "DELETE"})
+
+
+def needed_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
+    if purpose == "apply":
+        return list(_APPLY_PRIVILEGES.get(src.adapter.name, ()))
+    needed = list(src.adapter.hot_copy_privileges)
+    if src.adapter.hot_copy == "clone-plugin" and src.clone_plugin != "ACTIVE":
+        needed += ["INSERT", "DELETE"]  # INSTALL / UNINSTALL PLUGIN (mysql.plugin)
+    return needed
+
+
+def _satisfied(priv: str, have: set[str]) -> bool:
+    aliases = {"BINLOG MONITOR": {"REPLICATION CLIENT", "SUPER"}}
+    return priv in have or bool(aliases.get(priv, set()) & have)
+
+
+def check_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
+    conn = connect(src.params)
+    try:
+        have = global_privileges(conn)
+    finally:
+        conn.close()
+    return [p for p in needed_privileges(src, purpose) if not _satisfied(p, have)]
+
+
+def disk_for_copy(data_bytes: int, target: Path) -> DiskCheck:
+    probe = target
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    usage = shutil.disk_usage(probe)
+    free = max(0, usage.free - int(usage.total * KEEP_FREE_SHARE))
+    need = int(data_bytes * COPY_OVERHEAD) + COPY_MARGIN_BYTES
+    return DiskCheck(str(probe), need, free)
+
+
+def preflight(
+    src: SourceServer,
+    *,
+    purpose: Purpose,
+    target: Path,
+    restart_command: str | None = None,
+) -> Preflight:
+    """Every check that needs no side effect, for a clone or an apply."""
+    restart = detect_restart(src, restart_command)
+    missing = check_privileges(src, purpose)
+    disk = disk_for_copy(src.data_bytes, target) if purpose == "clone" else None
+    pre = Preflight(restart, missing, disk)
+    user = src.params.user
+    if missing:
+        grant = ", ".join(p for p in missing if p not in ("INSERT", "DELETE"))
+        hint = f"GRANT {grant} ON *.* TO '{user}'@'HOST' (as an administrator)" if grant else ""
+        if "INSERT" in missing:
+            hint = (hint + "; and " if hint else "") + (
+                "the clone plugin is not loaded: INSTALL PLUGIN clone SONAME "
+                "'mysql_clone.so' as an administrator (myaccel then leaves it loaded), or "
+                f"GRANT INSERT, DELETE ON mysql.plugin TO '{user}'@'HOST'"
+            )
+        pre.problems.append(
+            Problem(f"{user} lacks {', '.join(missing)} for the {purpose}", hint=hint)
+        )
+    if purpose == "clone":
+        _local_copy_problems(src, pre)
+    elif not restart.known:
+        pre.problems.append(
+            Problem(
+                f"myaccel cannot restart this server: {restart.detail}",
+                hint="changes that need a restart are left out; a restart command given by "
+                "the user (or a systemd unit) allows them",
+                blocking=False,
+            )
+        )
+    return pre
+
+
+def _local_copy_problems(src: SourceServer, pre: Preflight) -> None:
+    if src.pid is None:
+        pre.problems.append(
+            Problem(
+                "the server runs on another host: a clone is made on the server's own host",
+                hint="run myaccel clone on the database host (socket or 127.0.0.1)",
+            )
+        )
+        return
+    if src.adapter.hot_copy == "mariadb-backup" and not os.access(src.datadir, os.R_OK | os.X_OK):
+        pre.problems.append(
+            Problem(
+                f"cannot read the server's datadir {src.datadir} (mariadb-backup reads its files)",
+                hint="run myaccel clone as root or as the server's user",
+            )
+        )
+    other_user = src.uid is not None and src.uid != os.getuid() and os.geteuid() != 0
+    if other_user and src.adapter.hot_copy == "clone-plugin":
+        pre.problems.append(
+            Problem(
+                f"the server runs as uid {src.uid} and writes the copy itself; "
+                "myaccel would not own it",
+                hint="run myaccel clone as root or as the server's user",
+            )
+        )
+    if pre.disk is not None and not pre.disk.fits:
+        pre.problems.append(
+            Problem(
+                f"not enough disk for the data: {pre.disk.describe()}",
+                hint="the clone gets the schema only (no rows); free space or set "
+                "MYACCEL_HOME on a larger file system for a full copy",
+                blocking=False,
+            )
+        )

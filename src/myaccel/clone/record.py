@@ -1,0 +1,118 @@
+"""The clone's record, ``clone.json`` in the clone's sandbox directory (schema
+``myaccel.clone/1``): where the clone came from, which server runs it, every option of its
+configuration with its origin, every variable rewritten and why, how the data was copied,
+the fence, and each step taken (saved after every step, so a crash leaves a record)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from myaccel import artifacts
+from myaccel.artifacts import artifact
+from myaccel.server.sandbox.state import now_iso
+
+CLONE_SCHEMA = "myaccel.clone/1"
+RECORD_FILE = "clone.json"
+
+StepState = Literal["started", "done", "undone", "failed"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceInfo(_Model):
+    connection: str
+    sandbox: str | None = None
+    flavor: str
+    version: str
+    version_string: str
+    pid: int | None = None
+    binary: str | None = None
+    basedir: str
+    datadir: str
+    data_bytes: int
+
+
+class ServerChoice(_Model):
+    binary: str
+    basedir: str
+    same_binary: bool
+    note: str
+
+
+class ConfigEntry(_Model):
+    """One line of the clone's option file."""
+
+    key: str
+    value: str | None
+    origin: str  # "option file F", "command line", "SET PERSIST", "SET GLOBAL", "myaccel"
+
+
+class Rewrite(_Model):
+    """A variable whose value in the clone differs from the source's, and why."""
+
+    variable: str
+    source_value: str | None
+    clone_value: str | None
+    reason: str
+
+
+class DataCopy(_Model):
+    method: str  # mariadb-backup, clone-plugin, schema-only
+    bytes_copied: int = 0
+    duration_s: float = 0.0
+    schema_only: bool = False
+    note: str = ""
+
+
+class FenceInfo(_Model):
+    cpus: list[int] | None
+    nice: int
+    io_priority: str
+    argv_prefix: list[str]
+    reason: str
+
+
+class Step(_Model):
+    name: str
+    state: StepState
+    at: str
+    detail: str = ""
+
+
+@artifact(CLONE_SCHEMA)
+class CloneRecord(_Model):
+    schema_version: str = CLONE_SCHEMA
+    name: str
+    created_at: str
+    source: SourceInfo
+    server: ServerChoice
+    config_file: str
+    options: list[ConfigEntry] = []
+    rewritten: list[Rewrite] = []
+    data: DataCopy | None = None
+    fence: FenceInfo | None = None
+    # after the first start: every variable that differs from the source, with its reason
+    variable_diff: list[Rewrite] = []
+    steps: list[Step] = []
+    notes: list[str] = []
+
+    def step(self, name: str, state: StepState, detail: str = "") -> None:
+        self.steps.append(Step(name=name, state=state, at=now_iso(), detail=detail))
+
+    def reason_for(self, variable: str) -> str | None:
+        return next((r.reason for r in self.rewritten if r.variable == variable), None)
+
+
+def save_record(sandbox_dir: Path, record: CloneRecord) -> Path:
+    path = sandbox_dir / RECORD_FILE
+    artifacts.save(path, record, private=True)
+    return path
+
+
+def load_record(sandbox_dir: Path) -> CloneRecord:
+    return artifacts.load(sandbox_dir / RECORD_FILE, CloneRecord, what="clone record")
