@@ -8,6 +8,7 @@ example no cgroup memory limit).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,6 +36,12 @@ class Fact(Frozen, Generic[T]):
     def get(self, default: T) -> T:
         """The value, or ``default`` when unknown or None."""
         return default if self.value is None else self.value
+
+
+def same_named(source: object, names: Iterable[str]) -> dict[str, Any]:
+    """``source``'s attributes ``names`` as keyword arguments: for a result that carries
+    fields of its input under the same names."""
+    return {name: getattr(source, name) for name in names}
 
 
 def known(value: T, source: str) -> Fact[T]:

@@ -10,7 +10,6 @@ from typing import TypedDict, Unpack
 import numpy as np
 
 from myaccel.bench.stats.descriptive import (
-    ArmSummary,
     StatsInputError,
     as_positive_array,
     log_to_pct,
@@ -27,7 +26,13 @@ from myaccel.bench.stats.ranks import (
     mde_standardized,
     min_p_value,
 )
-from myaccel.bench.stats.verdicts import Analysis, Verdict, VerdictRules, draw_verdict
+from myaccel.bench.stats.verdicts import (
+    Analysis,
+    CellArms,
+    Verdict,
+    VerdictRules,
+    draw_verdict,
+)
 
 DEFAULT_MAX_CV_PCT = 10.0
 # "no change" on the strength of the MDE only when the MDE is at most this: a larger MDE
@@ -37,18 +42,13 @@ DEFAULT_MAX_MDE_PCT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
-class CellComparison:
+class CellComparison(CellArms):
     """Candidate vs baseline for one cell (one workload, thread count, ... combination).
 
     Percentages are changes of the candidate relative to the baseline (``+10`` = the
     candidate's value is 1.10 x the baseline's), whatever ``higher_is_better`` says.
     """
 
-    name: str
-    baseline: ArmSummary
-    candidate: ArmSummary
-    baseline_values: tuple[float, ...]
-    candidate_values: tuple[float, ...]
     higher_is_better: bool
     delta_pct: float  # ratio of the medians, minus 1
     hl_delta_pct: float  # Hodges-Lehmann: median of the m*n pairwise ratios, minus 1
@@ -258,29 +258,16 @@ def _conclude(
 ) -> CellComparison:
     verdict, reason, advice = draw_verdict(a, rules, p_adjusted=p_adjusted, family_size=family_size)
     return CellComparison(
-        name=a.name,
-        baseline=a.baseline,
-        candidate=a.candidate,
-        baseline_values=a.baseline_values,
-        candidate_values=a.candidate_values,
+        **a.carried(),
         higher_is_better=rules.higher_is_better,
-        delta_pct=a.delta_pct,
-        hl_delta_pct=a.hl_delta_pct,
         ci_low_pct=a.ci[0] if a.ci else None,
         ci_high_pct=a.ci[1] if a.ci else None,
         ci_coverage=a.ci[2] if a.ci else None,
         confidence=rules.confidence,
         ci_method="exact distribution-free CI for a shift of log(value) (Mann-Whitney/Hodges-Lehmann)",
-        p_value=a.p_value,
         p_adjusted=p_adjusted,
-        p_method=a.p_method,
-        min_p_value=a.min_p_value,
         family_size=family_size,
         alpha=rules.alpha,
-        noise_log_sd=a.noise_log_sd,
-        mde_pct=a.mde_pct,
-        mde_method=a.mde_method,
-        mde_note=a.mde_note,
         practical_threshold_pct=rules.practical_threshold_pct,
         equivalence_margin_pct=rules.margin(a.mde_pct),
         verdict=verdict,

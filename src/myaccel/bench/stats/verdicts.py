@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from myaccel.bench.stats.descriptive import ArmSummary
 from myaccel.bench.stats.ranks import (
@@ -16,18 +16,44 @@ from myaccel.bench.stats.ranks import (
     runs_needed,
     runs_to_reach,
 )
+from myaccel.model import same_named
 
 Verdict = Literal["improved", "regressed", "no change", "inconclusive"]
 RECOMMENDED_RUNS_PER_ARM = 5
 
 
 @dataclass(frozen=True, slots=True)
-class Analysis:
+class CellArms:
+    """One cell's two arms: what an analysis starts from and a comparison reports."""
+
     name: str
     baseline: ArmSummary
     candidate: ArmSummary
     baseline_values: tuple[float, ...]
     candidate_values: tuple[float, ...]
+
+
+# The fields an analysis hands on to its comparison unchanged.
+CARRIED_FIELDS = (
+    "name",
+    "baseline",
+    "candidate",
+    "baseline_values",
+    "candidate_values",
+    "delta_pct",
+    "hl_delta_pct",
+    "p_value",
+    "p_method",
+    "min_p_value",
+    "noise_log_sd",
+    "mde_pct",
+    "mde_method",
+    "mde_note",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis(CellArms):
     delta_pct: float
     hl_delta_pct: float
     ci: tuple[float, float, float] | None  # low %, high %, achieved coverage
@@ -39,6 +65,10 @@ class Analysis:
     mde_pct: float | None
     mde_method: MdeMethod
     mde_note: str
+
+    def carried(self) -> dict[str, Any]:
+        """The ``CARRIED_FIELDS`` by name, for the comparison's constructor."""
+        return same_named(self, CARRIED_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
