@@ -36,7 +36,7 @@ from myaccel.bench.session import (
     require_valid_runs,
 )
 from myaccel.errors import Interrupted, UsageError
-from myaccel.server.sandbox import Sandbox, parse_sets
+from myaccel.server.sandbox import Sandbox, ServerOptions, parse_sets
 from myaccel.server.sandbox.layout import validate_name
 
 SNAPSHOT = "myaccel-ab-dataset"
@@ -59,6 +59,10 @@ class Arm:
             "sets": dict(self.sets),
             "basedir": str(self.basedir) if self.basedir else None,
         }
+
+    def options(self) -> ServerOptions:
+        """What the sandbox starts with for this arm."""
+        return ServerOptions(self.config, self.sets, self.basedir)
 
     def key(self) -> tuple[str | None, tuple[tuple[str, str], ...], str | None]:
         return (
@@ -162,7 +166,7 @@ def run_campaign(
                 sb.stop()
                 if writes:
                     sb.snapshot_restore(SNAPSHOT)
-                sb.start(config=arm.config, sets=arm.sets, basedir=arm.basedir)
+                sb.start(arm.options())
                 current = arm.key()
                 ctx.server_pid = sb.pid
                 prewarm(sb, prof)
@@ -320,7 +324,7 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
     note = progress.note
     sb.stop()
     b = req.baseline
-    sb.start(config=b.config, sets=b.sets, basedir=b.basedir, progress=note)
+    sb.start(b.options(), progress=note)
     admin, bench_p = sb.connect_params(), sb.bench_params(tcp=False)
     sinfo, _ = server_info(admin)
     prof = size_dataset(req.profile, req.dataset, int(sinfo.get("buffer_pool_bytes") or 0))

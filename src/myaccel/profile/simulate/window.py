@@ -34,7 +34,7 @@ from myaccel.profile.simulate.valgrind import (
     valgrind_argv,
 )
 from myaccel.server.connection import ConnectParams
-from myaccel.server.sandbox import Sandbox
+from myaccel.server.sandbox import Sandbox, ServerOptions
 from myaccel.server.sandbox.install import parse_version_output
 
 SHUTDOWN_TIMEOUT_S = 300.0
@@ -78,7 +78,7 @@ def one_run(
     say(f"starting the server under {req.tool} ({label} run, {n_events} events)")
     t0 = time.monotonic()
     started = sandbox.start(
-        config=req.config, sets=req.sets, basedir=req.basedir, wrapper=wrapper, progress=say
+        ServerOptions(req.config, req.sets, req.basedir), wrapper=wrapper, progress=say
     )
     start_s = time.monotonic() - t0
     pid = started.pid

@@ -4,6 +4,7 @@ results."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,25 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+@dataclass(frozen=True)
+class ServerOptions:
+    """What a start or restart asks the server to run with: an option file (``--config``)
+    and ``--set`` values on top of the base config, and the basedir of another install of
+    the same version. Left empty: the base config (``start``), what is active (``restart``)."""
+
+    config: Path | str | None = None
+    sets: Mapping[str, str] | None = None
+    basedir: Path | str | None = None
+
+    @property
+    def given(self) -> bool:
+        """Whether any option is asked for (an empty ``sets`` asks for nothing)."""
+        return self.config is not None or bool(self.sets) or self.basedir is not None
+
+
+NO_OPTIONS = ServerOptions()
+
+
 class ActiveConfig(BaseModel):
     """The configuration the server runs (or last ran) with; empty = the base config."""
 
@@ -45,6 +65,10 @@ class ActiveConfig(BaseModel):
     @property
     def is_base(self) -> bool:
         return self.config_file is None and not self.sets and self.basedir is None
+
+    def options(self) -> ServerOptions:
+        """The options that start the server this way again."""
+        return ServerOptions(self.config_file, self.sets, self.basedir)
 
     def describe(self) -> str:
         if self.is_base:
