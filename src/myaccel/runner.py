@@ -47,9 +47,15 @@ PACKAGE_OF = {
 
 
 @dataclass(frozen=True)
-class Completed:
+class Exited:
+    """How a command that ran to its end ended."""
+
     argv: tuple[str, ...]
     returncode: int
+
+
+@dataclass(frozen=True)
+class Completed(Exited):
     stdout: str
     stderr: str
     duration_s: float
@@ -72,11 +78,9 @@ def search_path(name: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class Streamed:
+class Streamed(Exited):
     """A streamed command's end: its exit code, whether the timeout killed it, wall time."""
 
-    argv: tuple[str, ...]
-    returncode: int
     timed_out: bool
     duration_s: float
 

@@ -61,6 +61,18 @@ class SandboxLifecycle(SandboxCore):
             )
         return install
 
+    def _compatible_install(self, basedir: str | None) -> ServerInstall:
+        """The install to run (``_install_for``), checked against the sandbox's datadir."""
+        install = self._install_for(basedir)
+        check_compatible(
+            self.name,
+            self.state.flavor,
+            self.state.version,
+            install,
+            detect_datadir(self.datadir),
+        )
+        return install
+
     def start(
         self,
         options: ServerOptions = NO_OPTIONS,
@@ -164,14 +176,7 @@ class SandboxLifecycle(SandboxCore):
                 f"`myaccel sandbox destroy {self.name}` and init it again",
             )
         if install is None:
-            install = self._install_for(basedir)
-            check_compatible(
-                self.name,
-                self.state.flavor,
-                self.state.version,
-                install,
-                detect_datadir(self.datadir),
-            )
+            install = self._compatible_install(basedir)
         composed = self._compose(install, Path(config) if config else None, sets)
         state, old_pid = self._probe()
         cleaned: list[str] = []
@@ -349,14 +354,7 @@ class SandboxLifecycle(SandboxCore):
                     hint="pass --config FILE, or restart with --base-config to drop it",
                 )
             # Check the new server before stopping the running one.
-            install = self._install_for(bdir)
-            check_compatible(
-                self.name,
-                self.state.flavor,
-                self.state.version,
-                install,
-                detect_datadir(self.datadir),
-            )
+            install = self._compatible_install(bdir)
             stopped = self._stop_unlocked(timeout_s)
             say(stopped.message)
             return self._start_unlocked(
