@@ -13,6 +13,15 @@ def myaccel_home() -> Path:
     return Path.home() / ".local" / "share" / "myaccel"
 
 
+def entries(directory: Path) -> list[Path]:
+    """The entries of ``directory`` sorted by name; none when it cannot be read (missing,
+    not a directory, no permission)."""
+    try:
+        return sorted(directory.iterdir())
+    except OSError:
+        return []
+
+
 class Below:
     """A read-only attribute for a path below another path attribute of the same object:
     ``error_log = Below("dir", "mysqld.err")`` reads as ``self.dir / "mysqld.err"``."""

@@ -64,6 +64,13 @@ class Completed(Exited):
     def ok(self) -> bool:
         return self.returncode == 0
 
+    def failure(self, what: str) -> str:
+        """``'what' failed with exit code N: <the last line it printed>``, for an error."""
+        tail = (self.stderr or self.stdout).strip().splitlines()[-1:]
+        return f"'{what}' failed with exit code {self.returncode}" + (
+            f": {tail[0]}" if tail else ""
+        )
+
 
 def search_path(name: str) -> str | None:
     """``which`` on this machine: PATH, then the sbin directories."""
