@@ -5,7 +5,7 @@ results."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -176,11 +176,4 @@ class SnapshotInfo:
     active_config: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "path": self.path,
-            "size_bytes": self.size_bytes,
-            "created_at": self.created_at,
-            "version": self.version,
-            "active_config": self.active_config,
-        }
+        return asdict(self)
