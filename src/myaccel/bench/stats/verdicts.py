@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from myaccel.bench.stats.descriptive import ArmSummary
 from myaccel.bench.stats.ranks import (
@@ -71,9 +71,15 @@ class Analysis(CellArms):
         return same_named(self, CARRIED_FIELDS)
 
 
-@dataclass(frozen=True, slots=True)
-class VerdictRules:
-    """What verdicts are drawn against (the keyword arguments of ``compare_cells``)."""
+DEFAULT_MAX_CV_PCT = 10.0
+# "no change" on the strength of the MDE only when the MDE is at most this: a larger MDE
+# would let "no change" hide a real gain of that size (at 5+5 runs and 12% CV the MDE is
+# ~30%, and a true +10% would be called "no change" about 40% of the time without the cap).
+DEFAULT_MAX_MDE_PCT = 10.0
+
+
+class RuleOptions(TypedDict, total=False):
+    """``VerdictRules`` as keyword arguments (``compare_cells`` takes them)."""
 
     alpha: float
     higher_is_better: bool
@@ -81,6 +87,20 @@ class VerdictRules:
     practical_threshold_pct: float
     max_cv_pct: float
     max_mde_pct: float
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRules:
+    """What verdicts are drawn against: the significance level, the direction, the CI's
+    coverage, the practical threshold, the CV above which a host is noisy and the largest
+    MDE at which a non-result may be called "no change"."""
+
+    alpha: float = 0.05
+    higher_is_better: bool = True
+    confidence: float = 0.95
+    practical_threshold_pct: float = 2.0
+    max_cv_pct: float = DEFAULT_MAX_CV_PCT
+    max_mde_pct: float = DEFAULT_MAX_MDE_PCT
 
     def margin(self, mde_pct: float | None) -> float:
         """The +- band a "no change" CI must lie in: the MDE when it is adequate (at most
