@@ -44,7 +44,7 @@ from myaccel.actions.crashpoint import crash_point
 from myaccel.actions.errors import Busy, JournalCorrupt, JournalError
 from myaccel.actions.files import FileState
 from myaccel.artifacts import artifact, fsync_dir, remove_temporaries, save_document
-from myaccel.paths import myaccel_home
+from myaccel.paths import Via, myaccel_home
 
 JOURNAL_SCHEMA = "myaccel.journal/1"
 JournalStatus = Literal["open", "applied", "failed", "rolled-back"]
@@ -282,17 +282,9 @@ class Journal:
 
     # ------------------------------------------------------------ mutation
 
-    @property
-    def id(self) -> str:
-        return self.data.id
-
-    @property
-    def status(self) -> str:
-        return self.data.status
-
-    @property
-    def entries(self) -> list[JournalEntry]:
-        return self.data.entries
+    id = Via[str]("data")
+    status = Via[str]("data")
+    entries = Via[list[JournalEntry]]("data")
 
     def now(self) -> str:
         return _iso(self.clock())
