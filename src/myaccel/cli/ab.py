@@ -19,7 +19,7 @@ from myaccel.bench.compare import Comparison, compare_paths, format_markdown
 from myaccel.bench.dataset import DATASET_KINDS
 from myaccel.bench.session import check_results_dir
 from myaccel.cli import ranges
-from myaccel.cli.bench import SweepFlags, check_pin_client
+from myaccel.cli.bench import SweepFlags
 from myaccel.cli.common import command_line, options_into
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
@@ -141,7 +141,7 @@ def ab(opts: AbOptions) -> None:
     t0 = time.monotonic()
     with terminate_as_interrupt():
         prof = build_profile(opts.profile_options())
-        pin = check_pin_client(opts.pin_client)
+        harness = opts.harness_options()
         out = Path(opts.out_dir) if opts.out_dir else None
         check_results_dir(out, kind="ab", prof=prof)
         proc.require("sysbench")
@@ -163,10 +163,7 @@ def ab(opts: AbOptions) -> None:
                 candidate=candidate,
                 command=command_line(),
                 create=create,
-                pin_client=pin,
-                dataset=opts.dataset,
-                ps_mode=opts.ps_mode,
-                cleanup=opts.cleanup,
+                harness=harness,
                 out_dir=out,
                 candidate_label=opts.candidate_label,
             ),

@@ -15,6 +15,7 @@ from myaccel.bench.run_record import RunRecord
 from myaccel.bench.session import (
     BenchRequest,
     BenchResult,
+    HarnessOptions,
     local_server_pid,
     require_valid_runs,
     run_bench,
@@ -125,6 +126,15 @@ class SweepFlags(ProfileFlags):
     out_dir: str | None = None
     cleanup: bool = False
 
+    def harness_options(self) -> HarnessOptions:
+        """``--dataset``, ``--ps-mode``, ``--pin-client`` (checked here) and ``--cleanup``."""
+        return HarnessOptions(
+            dataset=self.dataset,
+            ps_mode=self.ps_mode,
+            pin_client=check_pin_client(self.pin_client),
+            cleanup=self.cleanup,
+        )
+
     def profile_options(self) -> ProfileOptions:
         return ProfileOptions(
             name=self.profile,
@@ -227,7 +237,7 @@ def bench(opts: BenchOptions) -> None:
     from myaccel.bench.profiles import build_profile
 
     prof = build_profile(opts.profile_options())
-    pin = check_pin_client(opts.pin_client)
+    harness = opts.harness_options()
     bench_p, admin_p, pid = targets(opts.conn)
     result = run_bench(
         BenchRequest(
@@ -236,14 +246,11 @@ def bench(opts: BenchOptions) -> None:
             profile=prof,
             command=command_line(),
             server_pid=pid,
-            dataset=opts.dataset,
-            ps_mode=opts.ps_mode,
+            harness=harness,
             ignore_errors=opts.ignore_errors,
-            pin_client=pin,
             percentile=opts.percentile,
             seed=opts.seed,
             out_dir=Path(opts.out_dir) if opts.out_dir else None,
-            cleanup=opts.cleanup,
             prepare_only=opts.prepare_only,
         ),
         TerminalProgress(),
