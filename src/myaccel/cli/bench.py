@@ -30,6 +30,7 @@ from myaccel.cli.common import (
 )
 from myaccel.cli.progress import TerminalProgress
 from myaccel.errors import UsageError
+from myaccel.model import same_named
 from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 
@@ -129,10 +130,8 @@ class SweepFlags(ProfileFlags):
     def harness_options(self) -> HarnessOptions:
         """``--dataset``, ``--ps-mode``, ``--pin-client`` (checked here) and ``--cleanup``."""
         return HarnessOptions(
-            dataset=self.dataset,
-            ps_mode=self.ps_mode,
+            **same_named(self, ("dataset", "ps_mode", "cleanup")),
             pin_client=check_pin_client(self.pin_client),
-            cleanup=self.cleanup,
         )
 
     def profile_options(self) -> ProfileOptions:
