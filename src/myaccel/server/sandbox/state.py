@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from myaccel.artifacts import artifact
+from myaccel.model import Strict
 from myaccel.server.flavors import Flavor
 from myaccel.server.sandbox.options import Override
 
@@ -48,19 +49,19 @@ class ServerOptions:
 NO_OPTIONS = ServerOptions()
 
 
-class ActiveConfig(BaseModel):
+class ActiveConfig(Strict):
     """The configuration the server runs (or last ran) with; empty = the base config."""
 
-    model_config = ConfigDict(extra="forbid")
-
     config_file: str | None = None
-    sets: dict[str, str] = {}
+    sets: dict[str, str] = Field(default_factory=dict)
     basedir: str | None = None  # another build of the same version (A/B of builds)
     binary: str | None = None
     version: str | None = None  # version string of the binary that runs it
-    overridden: list[str] = []
+    overridden: list[str] = Field(default_factory=list)
     started_at: str | None = None
-    wrapper: list[str] = []  # argv prefix the server runs under (valgrind), [] = none
+    wrapper: list[str] = Field(
+        default_factory=list
+    )  # argv prefix the server runs under (valgrind), [] = none
 
     @property
     def is_base(self) -> bool:
@@ -85,10 +86,8 @@ class ActiveConfig(BaseModel):
 
 
 @artifact(SANDBOX_SCHEMA)
-class SandboxState(BaseModel):
+class SandboxState(Strict):
     """``state.json``: everything needed to run the sandbox again."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: str = SANDBOX_SCHEMA
     name: str
