@@ -342,10 +342,9 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
         command=req.command,
         expect=h.dataset,
         arms={k: a.describe() for k, a in req.arms.items()},
+        out_dir=req.out_dir,
     )
-    ctx = open_campaign(
-        setup, req.out_dir, bench_p=bench_p, admin=admin, sinfo=sinfo, prof=prof, note=note
-    )
+    ctx = open_campaign(setup, bench_p=bench_p, admin=admin, sinfo=sinfo, prof=prof, note=note)
     ctx.on_report = progress.run_report
     plan = AbPlan(
         sandbox=sb,

@@ -144,11 +144,11 @@ class CampaignSetup:
     pid: int | None = None  # the server's, for its CPU time
     arms: dict[str, dict[str, Any]] | None = None
     resume: Resume | None = None  # the campaign of ``check_results_dir`` that runs extend
+    out_dir: Path | None = None  # the results directory; None: a new one under results/
 
 
 def open_campaign(
     setup: CampaignSetup,
-    out_dir: Path | None,
     *,
     bench_p: ConnectParams,
     admin: ConnectParams,
@@ -159,7 +159,7 @@ def open_campaign(
     """The results directory, its campaign index and the context runs are measured in."""
     resume = setup.resume
     cid = resume.index.campaign_id if resume is not None else new_campaign_id(setup.kind)
-    out = Path(out_dir) if out_dir else myaccel_home() / "results" / cid
+    out = Path(setup.out_dir) if setup.out_dir else myaccel_home() / "results" / cid
     private_dir(out)
     ctx = BenchContext(
         target=bench_p,
@@ -310,11 +310,15 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
     if req.prepare_only:
         return None
     setup = CampaignSetup(
-        kind="bench", command=req.command, expect=h.dataset, pid=req.server_pid, resume=resume
+        kind="bench",
+        command=req.command,
+        expect=h.dataset,
+        pid=req.server_pid,
+        resume=resume,
+        out_dir=req.out_dir,
     )
     ctx = open_campaign(
         setup,
-        req.out_dir,
         bench_p=req.bench,
         admin=req.admin,
         sinfo=sinfo,

@@ -125,8 +125,7 @@ class WorkloadDriver:
         ensure_dataset(t.admin, t.bench, prof, cleanup=w.cleanup, note=self.note)
         sinfo, _ = server_info(t.admin)
         self._ctx = open_campaign(
-            CampaignSetup(kind="profile", command=self.command, pid=t.pid),
-            self.out_dir,
+            CampaignSetup(kind="profile", command=self.command, pid=t.pid, out_dir=self.out_dir),
             bench_p=t.bench,
             admin=t.admin,
             sinfo=sinfo,
