@@ -8,6 +8,7 @@ example no cgroup memory limit).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,7 +21,25 @@ FACTS_SCHEMA = "myaccel.facts/1"
 
 
 class Frozen(BaseModel):
+    """An artifact's part that is read or built once: unknown fields are an error."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Strict(BaseModel):
+    """A document changed in place (a journal, a sandbox's state): unknown fields are an
+    error, as in ``Frozen``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# A Fact added to facts/1 after documents of it were written: those read it as unknown.
+NOT_PROBED = "not probed (facts of an older myaccel)"
+
+
+def added_later(kind: type[T]) -> Any:
+    """The default of a ``Fact[kind]`` field that older facts documents lack."""
+    return Field(default_factory=lambda: Fact[kind](unknown=NOT_PROBED))  # type: ignore[valid-type]
 
 
 class Fact(Frozen, Generic[T]):
@@ -35,6 +54,12 @@ class Fact(Frozen, Generic[T]):
     def get(self, default: T) -> T:
         """The value, or ``default`` when unknown or None."""
         return default if self.value is None else self.value
+
+
+def same_named(source: object, names: Iterable[str]) -> dict[str, Any]:
+    """``source``'s attributes ``names`` as keyword arguments: for a result that carries
+    fields of its input under the same names."""
+    return {name: getattr(source, name) for name in names}
 
 
 def known(value: T, source: str) -> Fact[T]:
@@ -88,9 +113,7 @@ class CpuFacts(Frozen):
     has_avx512: Fact[bool]
     governor: Fact[str]
     # the hypervisor of a guest, "none" on bare metal (facts/virt.py)
-    hypervisor: Fact[str] = Field(
-        default_factory=lambda: Fact[str](unknown="not probed (facts of an older myaccel)")
-    )
+    hypervisor: Fact[str] = added_later(str)
 
 
 # ---------------------------------------------------------------- memory
@@ -243,9 +266,7 @@ class ServerFacts(Frozen):
     mems_allowed: Fact[str]
     cgroup_limit_bytes: Fact[int]
     # CPUs worth of cgroup quota (cpu.max 400000 100000 -> 4.0); known None: no quota
-    cpu_quota_cpus: Fact[float] = Field(
-        default_factory=lambda: Fact[float](unknown="not probed (facts of an older myaccel)")
-    )
+    cpu_quota_cpus: Fact[float] = added_later(float)
     variables: Fact[dict[str, str]]
     status: Fact[dict[str, str]]
 

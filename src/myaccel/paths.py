@@ -1,9 +1,13 @@
-"""Where myaccel keeps its state: ``$MYACCEL_HOME`` (default ``~/.local/share/myaccel``)."""
+"""Where myaccel keeps its state: ``$MYACCEL_HOME`` (default ``~/.local/share/myaccel``);
+and attributes read through another attribute (``Below``, ``Via``)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, Generic, Self, TypeVar, overload
+
+T = TypeVar("T")
 
 
 def myaccel_home() -> Path:
@@ -11,6 +15,15 @@ def myaccel_home() -> Path:
     if env:
         return Path(env).expanduser().resolve()
     return Path.home() / ".local" / "share" / "myaccel"
+
+
+def entries(directory: Path) -> list[Path]:
+    """The entries of ``directory`` sorted by name; none when it cannot be read (missing,
+    not a directory, no permission)."""
+    try:
+        return sorted(directory.iterdir())
+    except OSError:
+        return []
 
 
 class Below:
@@ -23,3 +36,29 @@ class Below:
 
     def __get__(self, obj: object, owner: type | None = None) -> Path:
         return Path(getattr(obj, self.base)) / self.name
+
+
+class Via(Generic[T]):
+    """A read-only attribute that is the same-named attribute of another attribute of the
+    same object: ``port = Via[int]("state")`` reads as ``self.state.port``."""
+
+    def __init__(self, holder: str) -> None:
+        self.holder = holder
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Self: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(getattr(obj, self.holder), self.name)
+
+    def __set__(self, obj: object, value: object) -> None:
+        raise AttributeError(f"{self.name} is read-only (set {self.holder}.{self.name})")

@@ -25,7 +25,10 @@ from myaccel.runner import (
     EnvChanges,
     PopenChild,
     Runner,
+    RunRequest,
+    SpawnRequest,
     Streamed,
+    StreamRequest,
     SystemRunner,
     search_path,
 )
@@ -36,7 +39,10 @@ __all__ = [
     "Completed",
     "EnvChanges",
     "PopenChild",
+    "RunRequest",
     "Runner",
+    "SpawnRequest",
+    "StreamRequest",
     "Streamed",
     "SystemRunner",
     "require",
@@ -84,7 +90,9 @@ def run(
     ``env`` adds to (or overrides, or with None removes from) the caller's environment."""
     args = tuple(str(a) for a in argv)
     log.debug("run: %s", " ".join(args))
-    done = _runner().run(args, timeout_s=timeout_s, env=env, input_text=input_text, cwd=cwd)
+    done = _runner().run(
+        RunRequest(argv=args, env=env, cwd=cwd, timeout_s=timeout_s, input_text=input_text)
+    )
     if check and not done.ok:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise ProcessFailed(
@@ -108,7 +116,9 @@ def stream(
     reported in ``Streamed.timed_out`` (the caller words the error: it knows the task)."""
     args = tuple(str(a) for a in argv)
     log.debug("stream: %s", " ".join(args))
-    return _runner().stream(args, timeout_s=timeout_s, on_line=on_line, env=env, cwd=cwd)
+    return _runner().stream(
+        StreamRequest(argv=args, env=env, cwd=cwd, timeout_s=timeout_s, on_line=on_line)
+    )
 
 
 def spawn(
@@ -123,4 +133,6 @@ def spawn(
     nowhere); ``new_session`` detaches it from our terminal's signals (servers)."""
     args = tuple(str(a) for a in argv)
     log.debug("spawn: %s", " ".join(args))
-    return _runner().spawn(args, output=output, env=env, cwd=cwd, new_session=new_session)
+    return _runner().spawn(
+        SpawnRequest(argv=args, env=env, cwd=cwd, output=output, new_session=new_session)
+    )

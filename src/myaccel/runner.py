@@ -47,9 +47,15 @@ PACKAGE_OF = {
 
 
 @dataclass(frozen=True)
-class Completed:
+class Exited:
+    """How a command that ran to its end ended."""
+
     argv: tuple[str, ...]
     returncode: int
+
+
+@dataclass(frozen=True)
+class Completed(Exited):
     stdout: str
     stderr: str
     duration_s: float
@@ -57,6 +63,13 @@ class Completed:
     @property
     def ok(self) -> bool:
         return self.returncode == 0
+
+    def failure(self, what: str) -> str:
+        """``'what' failed with exit code N: <the last line it printed>``, for an error."""
+        tail = (self.stderr or self.stdout).strip().splitlines()[-1:]
+        return f"'{what}' failed with exit code {self.returncode}" + (
+            f": {tail[0]}" if tail else ""
+        )
 
 
 def search_path(name: str) -> str | None:
@@ -72,11 +85,9 @@ def search_path(name: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class Streamed:
+class Streamed(Exited):
     """A streamed command's end: its exit code, whether the timeout killed it, wall time."""
 
-    argv: tuple[str, ...]
-    returncode: int
     timed_out: bool
     duration_s: float
 
@@ -111,40 +122,50 @@ class Child(Protocol):
 EnvChanges = Mapping[str, str | None]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """What every way of starting a program is given: the program with its arguments,
+    the environment changes and the working directory."""
+
+    argv: tuple[str, ...]
+    env: EnvChanges | None = None
+    cwd: str | Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRequest(Command):
+    """``run``: to completion within ``timeout_s``, output captured."""
+
+    timeout_s: float
+    input_text: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamRequest(Command):
+    """``stream``: to completion within ``timeout_s``, each output line to ``on_line``."""
+
+    timeout_s: float
+    on_line: Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpawnRequest(Command):
+    """``spawn``: a long-running child, its output to ``output`` (or nowhere)."""
+
+    output: IO[bytes] | IO[str] | None = None
+    new_session: bool = False
+
+
 class Runner(Protocol):
     """What executes subprocesses; ``SystemRunner`` for real, a fake in tests."""
 
     def which(self, name: str) -> str | None: ...
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        env: EnvChanges | None,
-        input_text: str | None,
-        cwd: str | Path | None,
-    ) -> Completed: ...
+    def run(self, req: RunRequest) -> Completed: ...
 
-    def stream(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        on_line: Callable[[str], None],
-        env: EnvChanges | None,
-        cwd: str | Path | None,
-    ) -> Streamed: ...
+    def stream(self, req: StreamRequest) -> Streamed: ...
 
-    def spawn(
-        self,
-        argv: Sequence[str],
-        *,
-        output: IO[bytes] | IO[str] | None,
-        env: EnvChanges | None,
-        cwd: str | Path | None,
-        new_session: bool,
-    ) -> Child: ...
+    def spawn(self, req: SpawnRequest) -> Child: ...
 
 
 def _merged_env(env: EnvChanges | None) -> dict[str, str] | None:
@@ -220,16 +241,8 @@ class SystemRunner:
     def which(self, name: str) -> str | None:
         return search_path(name)
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        env: EnvChanges | None,
-        input_text: str | None,
-        cwd: str | Path | None,
-    ) -> Completed:
-        args = tuple(str(a) for a in argv)
+    def run(self, req: RunRequest) -> Completed:
+        args, timeout_s = req.argv, req.timeout_s
         t0 = time.monotonic()
         try:
             with _launching(args):
@@ -239,9 +252,9 @@ class SystemRunner:
                     text=True,
                     errors="replace",
                     timeout=timeout_s,
-                    env=_merged_env(env),
-                    input=input_text,
-                    cwd=cwd,
+                    env=_merged_env(req.env),
+                    input=req.input_text,
+                    cwd=req.cwd,
                     check=False,
                 )
         except subprocess.TimeoutExpired as exc:
@@ -251,22 +264,14 @@ class SystemRunner:
             ) from exc
         return Completed(args, cp.returncode, cp.stdout, cp.stderr, time.monotonic() - t0)
 
-    def stream(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        on_line: Callable[[str], None],
-        env: EnvChanges | None,
-        cwd: str | Path | None,
-    ) -> Streamed:
-        args = tuple(str(a) for a in argv)
+    def stream(self, req: StreamRequest) -> Streamed:
+        args = req.argv
         t0 = time.monotonic()
         with _launching(args):
             p = subprocess.Popen(
                 args,
-                cwd=cwd,
-                env=_merged_env(env),
+                cwd=req.cwd,
+                env=_merged_env(req.env),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -281,13 +286,13 @@ class SystemRunner:
                 timed_out.set()
                 p.kill()
 
-        timer = threading.Timer(timeout_s, _kill)
+        timer = threading.Timer(req.timeout_s, _kill)
         timer.daemon = True
         timer.start()
         try:
             assert p.stdout is not None
             for line in p.stdout:
-                on_line(line.rstrip("\n"))
+                req.on_line(line.rstrip("\n"))
             rc = p.wait()
         finally:
             timer.cancel()
@@ -296,25 +301,17 @@ class SystemRunner:
                 p.wait()
         return Streamed(args, rc, timed_out.is_set(), time.monotonic() - t0)
 
-    def spawn(
-        self,
-        argv: Sequence[str],
-        *,
-        output: IO[bytes] | IO[str] | None,
-        env: EnvChanges | None,
-        cwd: str | Path | None,
-        new_session: bool,
-    ) -> Child:
-        args = [str(a) for a in argv]
+    def spawn(self, req: SpawnRequest) -> Child:
+        args = list(req.argv)
         with _launching(args):
             p = subprocess.Popen(
                 args,
                 stdin=subprocess.DEVNULL,
-                stdout=output if output is not None else subprocess.DEVNULL,
+                stdout=req.output if req.output is not None else subprocess.DEVNULL,
                 stderr=subprocess.STDOUT,
-                start_new_session=new_session,
+                start_new_session=req.new_session,
                 close_fds=True,
-                cwd=cwd,
-                env=_merged_env(env),
+                cwd=req.cwd,
+                env=_merged_env(req.env),
             )
         return PopenChild(p)

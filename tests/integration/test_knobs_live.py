@@ -32,7 +32,7 @@ import pytest
 
 from myaccel.knobs import Catalog, Machine, ResolvedKnob, ServerKnobs
 from myaccel.server.connection import connect, query_rows
-from myaccel.server.sandbox import Sandbox
+from myaccel.server.sandbox import Sandbox, ServerOptions
 
 pytestmark = pytest.mark.integration
 
@@ -224,7 +224,7 @@ def live(request: pytest.FixtureRequest) -> Live:
     if label == "mysql":
         sb.restart(reset=True, timeout_s=120)
         return _mysql_live(sb, label, frozenset())
-    sb.restart(sets={"plugin-load-add": f"{THREAD_POOL}.so"}, timeout_s=120)
+    sb.restart(ServerOptions(sets={"plugin-load-add": f"{THREAD_POOL}.so"}), timeout_s=120)
     return _mysql_live(sb, label, frozenset({THREAD_POOL}))
 
 

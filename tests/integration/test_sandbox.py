@@ -21,7 +21,7 @@ from myaccel import proc
 from myaccel.cli.main import cli
 from myaccel.errors import SandboxError
 from myaccel.server.connection import connect, query_rows
-from myaccel.server.sandbox import SANDBOX_SCHEMA, Sandbox
+from myaccel.server.sandbox import SANDBOX_SCHEMA, Sandbox, ServerOptions
 from myaccel.server.sandbox.process import pid_alive
 
 pytestmark = [
@@ -233,7 +233,7 @@ def test_config_file_and_set_change_variables(lab: Sandbox, tmp_path: Path) -> N
     assert lab.status().active_config.is_base
 
     # the Python API
-    lab.restart(sets={"max_connections": "66"})
+    lab.restart(ServerOptions(sets={"max_connections": "66"}))
     assert one(lab, "SELECT @@max_connections") == 66
     lab.restart(reset=True)
     assert one(lab, "SELECT @@max_connections") == default_conns

@@ -23,7 +23,7 @@ from myaccel.profile.simulate import (
     compare_simulations,
     simulate,
 )
-from myaccel.server.sandbox import Sandbox
+from myaccel.server.sandbox import Sandbox, ServerOptions
 
 pytestmark = [
     pytest.mark.integration,
@@ -45,7 +45,7 @@ def sim_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     home = tmp_path_factory.mktemp("simhome")
     sb = Sandbox.init("sim", home=home, timeout_s=120)
     # a configuration of its own, to check that it comes back after the simulation
-    sb.restart(sets={"max_connections": "77"})
+    sb.restart(ServerOptions(sets={"max_connections": "77"}))
     try:
         yield sb
     finally:

@@ -21,7 +21,6 @@ import signal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from myaccel import proc
 from myaccel.errors import ToolMissing
@@ -129,49 +128,26 @@ class ReplayRunner:
             return f"/usr/bin/{name}"
         return None
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        env: Mapping[str, str | None] | None,
-        input_text: str | None,
-        cwd: str | Path | None,
-    ) -> proc.Completed:
-        args = tuple(argv)
-        self.calls.append(Call("run", args, env, cwd, input_text))
+    def run(self, req: proc.RunRequest) -> proc.Completed:
+        args = tuple(req.argv)
+        self.calls.append(Call("run", args, req.env, req.cwd, req.input_text))
         rec = self._answer(args)
         return proc.Completed(args, rec.returncode, rec.stdout, rec.stderr, rec.duration_s)
 
-    def stream(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float,
-        on_line: Callable[[str], None],
-        env: Mapping[str, str | None] | None,
-        cwd: str | Path | None,
-    ) -> proc.Streamed:
-        args = tuple(argv)
-        self.calls.append(Call("stream", args, env, cwd))
+    def stream(self, req: proc.StreamRequest) -> proc.Streamed:
+        args = tuple(req.argv)
+        self.calls.append(Call("stream", args, req.env, req.cwd))
         rec = self._answer(args)
         for line in (rec.stdout + rec.stderr).splitlines():
-            on_line(line)
+            req.on_line(line)
         return proc.Streamed(args, rec.returncode, rec.timed_out, rec.duration_s)
 
-    def spawn(
-        self,
-        argv: Sequence[str],
-        *,
-        output: IO[bytes] | IO[str] | None,
-        env: Mapping[str, str | None] | None,
-        cwd: str | Path | None,
-        new_session: bool,
-    ) -> proc.Child:
-        args = tuple(argv)
-        self.calls.append(Call("spawn", args, env, cwd))
+    def spawn(self, req: proc.SpawnRequest) -> proc.Child:
+        args = tuple(req.argv)
+        self.calls.append(Call("spawn", args, req.env, req.cwd))
         rec = self._answer(args)
         text = rec.stdout + rec.stderr
+        output = req.output
         if output is not None and text:
             if "b" in getattr(output, "mode", ""):
                 output.write(text.encode())  # type: ignore[arg-type]

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from myaccel.actions.errors import ApplyError
 from myaccel.artifacts import fsync_dir
 from myaccel.errors import UsageError
+from myaccel.model import Strict
 from myaccel.server.optionfile import normalize_key
 
 log = logging.getLogger(__name__)
@@ -37,10 +38,8 @@ DEFAULT_FILE_MODE = 0o644
 DEFAULT_DIR_MODE = 0o755
 
 
-class FileState(BaseModel):
+class FileState(Strict):
     """A file as it was before a change: enough to put it back byte for byte."""
-
-    model_config = ConfigDict(extra="forbid")
 
     path: str  # logical path
     existed: bool

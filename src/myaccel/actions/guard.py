@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.knobs.catalog import FLAVOR_LABELS, Catalog, ResolvedKnob, ServerKnobs
@@ -79,17 +80,19 @@ def check_apply(
     check_plan(plan, server_id(facts, plan), layers=layers, only=only)
 
 
-def check_plan(
-    plan: Plan,
-    server: ServerId | None,
-    *,
-    layers: Sequence[str] | None = None,
-    only: Sequence[str] | None = None,
-    catalog: Catalog | None = None,
-) -> None:
+class Selection(TypedDict, total=False):
+    """Which of a plan's recommendations are checked (``--layers``, ``--only``; all by
+    default) and against which knob catalog (the shipped one by default)."""
+
+    layers: Sequence[str] | None
+    only: Sequence[str] | None
+    catalog: Catalog | None
+
+
+def check_plan(plan: Plan, server: ServerId | None, **selection: Unpack[Selection]) -> None:
     """Raise ``PlanRefused`` (one line: the first problem and how many others) when a
     change apply would make breaks the durability or range rules; return otherwise."""
-    problems = plan_problems(plan, server, layers=layers, only=only, catalog=catalog)
+    problems = plan_problems(plan, server, **selection)
     if not problems:
         return
     first = problems[0]
@@ -133,15 +136,10 @@ def applied_recommendations(
 
 
 def plan_problems(
-    plan: Plan,
-    server: ServerId | None,
-    *,
-    layers: Sequence[str] | None = None,
-    only: Sequence[str] | None = None,
-    catalog: Catalog | None = None,
+    plan: Plan, server: ServerId | None, **selection: Unpack[Selection]
 ) -> list[Problem]:
-    cat = catalog or Catalog.load()
-    recs = applied_recommendations(plan, layers=layers, only=only)
+    cat = selection.get("catalog") or Catalog.load()
+    recs = applied_recommendations(plan, layers=selection.get("layers"), only=selection.get("only"))
     if not recs:
         return []
     problems: list[Problem] = []

@@ -37,14 +37,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from myaccel import __version__, artifacts
 from myaccel.actions.crashpoint import crash_point
 from myaccel.actions.errors import Busy, JournalCorrupt, JournalError
 from myaccel.actions.files import FileState
 from myaccel.artifacts import artifact, fsync_dir, remove_temporaries, save_document
-from myaccel.paths import myaccel_home
+from myaccel.model import Strict
+from myaccel.paths import Via, myaccel_home
 
 JOURNAL_SCHEMA = "myaccel.journal/1"
 JournalStatus = Literal["open", "applied", "failed", "rolled-back"]
@@ -70,19 +71,15 @@ def journals_dir() -> Path:
     return myaccel_home() / "journals"
 
 
-class OldState(BaseModel):
+class OldState(Strict):
     """What a setting looked like before the change."""
-
-    model_config = ConfigDict(extra="forbid")
 
     value: str | None = None  # runtime value (None = absent / NULL)
     files: list[FileState] = Field(default_factory=list)
     extra: dict[str, str | None] = Field(default_factory=dict)  # setting-specific
 
 
-class JournalEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class JournalEntry(Strict):
     index: int
     target: str
     kind: str
@@ -98,9 +95,7 @@ class JournalEntry(BaseModel):
 
 
 @artifact(JOURNAL_SCHEMA)
-class JournalData(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class JournalData(Strict):
     schema_version: str = JOURNAL_SCHEMA
     id: str
     myaccel_version: str
@@ -282,17 +277,9 @@ class Journal:
 
     # ------------------------------------------------------------ mutation
 
-    @property
-    def id(self) -> str:
-        return self.data.id
-
-    @property
-    def status(self) -> str:
-        return self.data.status
-
-    @property
-    def entries(self) -> list[JournalEntry]:
-        return self.data.entries
+    id = Via[str]("data")
+    status = Via[str]("data")
+    entries = Via[list[JournalEntry]]("data")
 
     def now(self) -> str:
         return _iso(self.clock())

@@ -31,6 +31,7 @@ from myaccel.actions.settings import (
 from myaccel.errors import MyaccelError
 from myaccel.rules.model import Plan, Recommendation
 from myaccel.server.connection import ConnectParams, connect, query_rows
+from myaccel.server.sandbox.state import ServerOptions
 
 MANAGED_CNF = "99-myaccel.cnf"
 AUTOMATABLE = ("mysql:", "sysctl:", "sysfs:", "debugfs:", "systemd:", "file:")
@@ -52,6 +53,11 @@ class ServerHandle:
     @property
     def managed_file(self) -> Path | None:
         return self.conf_dir / MANAGED_CNF if self.conf_dir else None
+
+    def _managed_options(self) -> ServerOptions:
+        """A sandbox starts with the managed option file as its --config, once it exists."""
+        mf = self.managed_file
+        return ServerOptions(config=mf if mf is not None and mf.exists() else None)
 
     def connector(self) -> Callable[[], Any]:
         p = self.params
@@ -140,8 +146,7 @@ class ServerHandle:
             crash_point("restart-down")
             if armed("restart-start"):
                 _kill_self_when(sb.is_running)
-            mf = self.managed_file
-            sb.start(config=mf if mf is not None and mf.exists() else None, progress=log)
+            sb.start(self._managed_options(), progress=log)
         elif self.kind == "systemd" and self.unit:
             log(f"restarting {self.unit}")
             crash_point("restart-stop")
@@ -192,10 +197,7 @@ class ServerHandle:
     def start(self, log: Callable[[str], None]) -> None:
         """Start a stopped server with the option files as they are now."""
         if self.kind == "sandbox":
-            mf = self.managed_file
-            res = self._sandbox().start(
-                config=mf if mf is not None and mf.exists() else None, progress=log
-            )
+            res = self._sandbox().start(self._managed_options(), progress=log)
             log(res.message)
         elif self.kind == "systemd" and self.unit:
             log(f"starting {self.unit}")

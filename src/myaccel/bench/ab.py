@@ -23,20 +23,22 @@ from myaccel import proc
 from myaccel.artifacts import save
 from myaccel.bench.campaign import BenchContext, measure_run, server_info
 from myaccel.bench.compare import Comparison, compare_runs
-from myaccel.bench.dataset import ensure_dataset, size_dataset
+from myaccel.bench.dataset import ensure_dataset
 from myaccel.bench.profiles import WRITE_WORKLOADS, Profile
 from myaccel.bench.run_record import RunRecord
 from myaccel.bench.runner import RunSpec, connection_args, preflight, run_sysbench
 from myaccel.bench.session import (
+    DEFAULT_HARNESS,
     BenchProgress,
     CampaignSetup,
+    HarnessOptions,
     cell_spec,
     finish_campaign,
     open_campaign,
     require_valid_runs,
 )
 from myaccel.errors import Interrupted, UsageError
-from myaccel.server.sandbox import Sandbox, parse_sets
+from myaccel.server.sandbox import Sandbox, ServerOptions, parse_sets
 from myaccel.server.sandbox.layout import validate_name
 
 SNAPSHOT = "myaccel-ab-dataset"
@@ -59,6 +61,10 @@ class Arm:
             "sets": dict(self.sets),
             "basedir": str(self.basedir) if self.basedir else None,
         }
+
+    def options(self) -> ServerOptions:
+        """What the sandbox starts with for this arm."""
+        return ServerOptions(self.config, self.sets, self.basedir)
 
     def key(self) -> tuple[str | None, tuple[tuple[str, str], ...], str | None]:
         return (
@@ -162,7 +168,7 @@ def run_campaign(
                 sb.stop()
                 if writes:
                     sb.snapshot_restore(SNAPSHOT)
-                sb.start(config=arm.config, sets=arm.sets, basedir=arm.basedir)
+                sb.start(arm.options())
                 current = arm.key()
                 ctx.server_pid = sb.pid
                 prewarm(sb, prof)
@@ -240,10 +246,7 @@ class AbRequest:
     candidate: Arm
     command: list[str]
     create: bool = False  # make the sandbox first (``sandbox_needs_creation``)
-    pin_client: str | None = None  # a checked CPU list
-    dataset: str | None = None  # cpu-bound, io-bound: size the data from the buffer pool
-    ps_mode: str = "auto"
-    cleanup: bool = False
+    harness: HarnessOptions = DEFAULT_HARNESS
     out_dir: Path | None = None
     candidate_label: str = "candidate"
 
@@ -320,13 +323,14 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
     note = progress.note
     sb.stop()
     b = req.baseline
-    sb.start(config=b.config, sets=b.sets, basedir=b.basedir, progress=note)
+    sb.start(b.options(), progress=note)
     admin, bench_p = sb.connect_params(), sb.bench_params(tcp=False)
     sinfo, _ = server_info(admin)
-    prof = size_dataset(req.profile, req.dataset, int(sinfo.get("buffer_pool_bytes") or 0))
+    h = req.harness
+    prof = h.sized(req.profile, sinfo)
     biggest = cell_spec(prof, prof.workloads[0], max(prof.threads))
-    preflight(admin, replace(biggest, duration_s=1, warmup_s=0, ps_mode=req.ps_mode))
-    ensure_dataset(admin, bench_p, prof, cleanup=req.cleanup, note=note)
+    preflight(admin, replace(biggest, duration_s=1, warmup_s=0, ps_mode=h.ps_mode))
+    ensure_dataset(admin, bench_p, prof, cleanup=h.cleanup, note=note)
     sb.stop()
     if any(s.name == SNAPSHOT for s in sb.snapshot_list()):
         sb.snapshot_delete(SNAPSHOT)
@@ -336,19 +340,18 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
     setup = CampaignSetup(
         kind="ab",
         command=req.command,
-        expect=req.dataset,
+        expect=h.dataset,
         arms={k: a.describe() for k, a in req.arms.items()},
+        out_dir=req.out_dir,
     )
-    ctx = open_campaign(
-        setup, req.out_dir, bench_p=bench_p, admin=admin, sinfo=sinfo, prof=prof, note=note
-    )
+    ctx = open_campaign(setup, bench_p=bench_p, admin=admin, sinfo=sinfo, prof=prof, note=note)
     ctx.on_report = progress.run_report
     plan = AbPlan(
         sandbox=sb,
         profile=prof,
         arms=req.arms,
-        ps_mode=req.ps_mode,
-        client_cpus=req.pin_client,
+        ps_mode=h.ps_mode,
+        client_cpus=h.pin_client,
         on_event=note,
     )
 

@@ -16,7 +16,7 @@ from myaccel.artifacts import artifact
 from myaccel.bench import stats
 from myaccel.bench.run_record import RunRecord
 from myaccel.errors import UsageError
-from myaccel.model import Frozen
+from myaccel.model import Frozen, same_named
 
 COMPARISON_SCHEMA = "myaccel.comparison/1"
 
@@ -46,6 +46,21 @@ class CellResult(Frozen):
     candidate_p95_ms_median: float | None = None
     baseline_tps: list[float] = Field(default_factory=list)
     candidate_tps: list[float] = Field(default_factory=list)
+
+
+# The CellResult fields a cell's CellComparison gives under the same name.
+_SAME_NAMED = (
+    "delta_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "ci_coverage",
+    "p_value",
+    "p_adjusted",
+    "p_method",
+    "mde_pct",
+    "verdict",
+    "reason",
+)
 
 
 @artifact(COMPARISON_SCHEMA)
@@ -177,16 +192,7 @@ def compare_runs(
                 candidate_tps_median=c.candidate.median,
                 baseline_cv_pct=c.baseline.cv_pct,
                 candidate_cv_pct=c.candidate.cv_pct,
-                delta_pct=c.delta_pct,
-                ci_low_pct=c.ci_low_pct,
-                ci_high_pct=c.ci_high_pct,
-                ci_coverage=c.ci_coverage,
-                p_value=c.p_value,
-                p_adjusted=c.p_adjusted,
-                p_method=c.p_method,
-                mde_pct=c.mde_pct,
-                verdict=c.verdict,
-                reason=c.reason,
+                **same_named(c, _SAME_NAMED),
                 advice=list(c.advice),
                 baseline_p95_ms_median=statistics.median(p95a) if p95a else None,
                 candidate_p95_ms_median=statistics.median(p95b) if p95b else None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -144,11 +144,11 @@ class CampaignSetup:
     pid: int | None = None  # the server's, for its CPU time
     arms: dict[str, dict[str, Any]] | None = None
     resume: Resume | None = None  # the campaign of ``check_results_dir`` that runs extend
+    out_dir: Path | None = None  # the results directory; None: a new one under results/
 
 
 def open_campaign(
     setup: CampaignSetup,
-    out_dir: Path | None,
     *,
     bench_p: ConnectParams,
     admin: ConnectParams,
@@ -159,7 +159,7 @@ def open_campaign(
     """The results directory, its campaign index and the context runs are measured in."""
     resume = setup.resume
     cid = resume.index.campaign_id if resume is not None else new_campaign_id(setup.kind)
-    out = Path(out_dir) if out_dir else myaccel_home() / "results" / cid
+    out = Path(setup.out_dir) if setup.out_dir else myaccel_home() / "results" / cid
     private_dir(out)
     ctx = BenchContext(
         target=bench_p,
@@ -238,6 +238,26 @@ def require_valid_runs(records: list[RunRecord], out: Path, *, what: str = "run"
 
 
 @dataclass(frozen=True)
+class HarnessOptions:
+    """How ``bench`` and ``ab`` make their runs: the dataset sized from the buffer pool
+    (``cpu-bound``, ``io-bound``; None: the profile's own), the prepared statements mode,
+    the CPUs the client is pinned to (a checked list) and whether an existing dataset of
+    another size is dropped."""
+
+    dataset: str | None = None
+    ps_mode: str = "auto"
+    pin_client: str | None = None
+    cleanup: bool = False
+
+    def sized(self, profile: Profile, sinfo: Mapping[str, Any]) -> Profile:
+        """``profile`` with its dataset sized for the server (``sinfo``: ``server_info``)."""
+        return size_dataset(profile, self.dataset, int(sinfo.get("buffer_pool_bytes") or 0))
+
+
+DEFAULT_HARNESS = HarnessOptions()
+
+
+@dataclass(frozen=True)
 class BenchRequest:
     """Runs of a profile against one server (``myaccel bench``)."""
 
@@ -246,14 +266,11 @@ class BenchRequest:
     profile: Profile
     command: list[str]
     server_pid: int | None = None
-    dataset: str | None = None  # cpu-bound, io-bound: size the data from the buffer pool
-    ps_mode: str = "auto"
+    harness: HarnessOptions = DEFAULT_HARNESS
     ignore_errors: str | None = None
-    pin_client: str | None = None  # a checked CPU list
     percentile: int = 95
     seed: int | None = None  # None: 1000 + the repetition
     out_dir: Path | None = None
-    cleanup: bool = False
     prepare_only: bool = False
 
 
@@ -270,7 +287,8 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
     returned as they are (see ``require_valid_runs``)."""
     proc.require("sysbench")
     sinfo, variables = server_info(req.admin)
-    prof = size_dataset(req.profile, req.dataset, int(sinfo.get("buffer_pool_bytes") or 0))
+    h = req.harness
+    prof = h.sized(req.profile, sinfo)
     resume = (
         None
         if req.prepare_only
@@ -280,23 +298,27 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
     specs = [
         replace(
             cell_spec(prof, w, t),
-            ps_mode=req.ps_mode,
+            ps_mode=h.ps_mode,
             ignore_errors=req.ignore_errors,
-            client_cpus=req.pin_client,
+            client_cpus=h.pin_client,
             percentile=req.percentile,
         )
         for w, t in prof.cells
     ]
     preflight(req.admin, max(specs, key=lambda s: s.threads))
-    ensure_dataset(req.admin, req.bench, prof, cleanup=req.cleanup, note=progress.note)
+    ensure_dataset(req.admin, req.bench, prof, cleanup=h.cleanup, note=progress.note)
     if req.prepare_only:
         return None
     setup = CampaignSetup(
-        kind="bench", command=req.command, expect=req.dataset, pid=req.server_pid, resume=resume
+        kind="bench",
+        command=req.command,
+        expect=h.dataset,
+        pid=req.server_pid,
+        resume=resume,
+        out_dir=req.out_dir,
     )
     ctx = open_campaign(
         setup,
-        req.out_dir,
         bench_p=req.bench,
         admin=req.admin,
         sinfo=sinfo,

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from myaccel.bench.records import IntervalReport
+from myaccel.model import same_named
 
 MYACCEL_PREFIX = "MYACCEL "
 
@@ -76,6 +77,19 @@ def interval_report(
     return IntervalReport.model_validate({**required, **optional})
 
 
+# The IntervalReport fields a MYACCEL line gives under the same name, as they are.
+_COUNTS = (
+    "events",
+    "reads",
+    "writes",
+    "other",
+    "errors",
+    "reconnects",
+    "queue_length",
+    "concurrency",
+)
+
+
 def interval_from_myaccel(r: MyaccelReport) -> IntervalReport | None:
     if not math.isfinite(r.t):
         return None
@@ -93,13 +107,6 @@ def interval_from_myaccel(r: MyaccelReport) -> IntervalReport | None:
         err_per_s=finite(r.err_per_s) or 0.0,
         reconn_per_s=finite(r.reconn_per_s) or 0.0,
         dt_s=finite(r.dt),
-        events=r.events,
-        reads=r.reads,
-        writes=r.writes,
-        other=r.other,
-        errors=r.errors,
-        reconnects=r.reconnects,
-        queue_length=r.queue_length,
-        concurrency=r.concurrency,
+        **same_named(r, _COUNTS),
         source="myaccel",
     )

@@ -16,10 +16,8 @@ import click
 from myaccel.artifacts import save
 from myaccel.bench import ab as ab_domain
 from myaccel.bench.compare import Comparison, compare_paths, format_markdown
-from myaccel.bench.dataset import DATASET_KINDS
 from myaccel.bench.session import check_results_dir
-from myaccel.cli import ranges
-from myaccel.cli.bench import SweepFlags, check_pin_client
+from myaccel.cli.bench import SweepFlags, sweep_options
 from myaccel.cli.common import command_line, options_into
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
@@ -98,29 +96,7 @@ class AbOptions(SweepFlags):
 )
 @click.option("--baseline-basedir", metavar="DIR", help="Server build for the baseline.")
 @click.option("--candidate-basedir", metavar="DIR", help="Server build for the candidate.")
-@click.option("--profile", default="quick", show_default=True)
-@click.option("--workload", "-w", multiple=True)
-@click.option("--threads", "-t")
-@click.option("--time", type=ranges.RUN_SECONDS)
-@click.option("--warmup", type=ranges.WARMUP_SECONDS)
-@click.option("--tables", type=ranges.TABLES)
-@click.option("--table-size", type=ranges.TABLE_ROWS)
-@click.option("--dataset", type=click.Choice(DATASET_KINDS))
-@click.option(
-    "--runs", type=ranges.RUNS, help="Runs per arm and cell (default: the profile's, 5 for quick)."
-)
-@click.option("--scale", type=ranges.SCALE)
-@click.option(
-    "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
-)
-@click.option("--report-interval", type=ranges.REPORT_INTERVAL_S)
-@click.option(
-    "--pin-client",
-    metavar="CPUS",
-    help="Pin sysbench to these CPUs (taskset list, e.g. 1 or 2-3); recorded. Default: unpinned.",
-)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False))
-@click.option("--cleanup", is_flag=True, help="Drop a dataset of another size and prepare anew.")
+@sweep_options
 @click.option(
     "--create",
     is_flag=True,
@@ -141,7 +117,7 @@ def ab(opts: AbOptions) -> None:
     t0 = time.monotonic()
     with terminate_as_interrupt():
         prof = build_profile(opts.profile_options())
-        pin = check_pin_client(opts.pin_client)
+        harness = opts.harness_options()
         out = Path(opts.out_dir) if opts.out_dir else None
         check_results_dir(out, kind="ab", prof=prof)
         proc.require("sysbench")
@@ -163,10 +139,7 @@ def ab(opts: AbOptions) -> None:
                 candidate=candidate,
                 command=command_line(),
                 create=create,
-                pin_client=pin,
-                dataset=opts.dataset,
-                ps_mode=opts.ps_mode,
-                cleanup=opts.cleanup,
+                harness=harness,
                 out_dir=out,
                 candidate_label=opts.candidate_label,
             ),

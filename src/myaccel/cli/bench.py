@@ -15,12 +15,14 @@ from myaccel.bench.run_record import RunRecord
 from myaccel.bench.session import (
     BenchRequest,
     BenchResult,
+    HarnessOptions,
     local_server_pid,
     require_valid_runs,
     run_bench,
 )
 from myaccel.cli import ranges
 from myaccel.cli.common import (
+    F,
     ServerOptions,
     command_line,
     options_into,
@@ -29,6 +31,7 @@ from myaccel.cli.common import (
 )
 from myaccel.cli.progress import TerminalProgress
 from myaccel.errors import UsageError
+from myaccel.model import same_named
 from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 
@@ -125,6 +128,13 @@ class SweepFlags(ProfileFlags):
     out_dir: str | None = None
     cleanup: bool = False
 
+    def harness_options(self) -> HarnessOptions:
+        """``--dataset``, ``--ps-mode``, ``--pin-client`` (checked here) and ``--cleanup``."""
+        return HarnessOptions(
+            **same_named(self, ("dataset", "ps_mode", "cleanup")),
+            pin_client=check_pin_client(self.pin_client),
+        )
+
     def profile_options(self) -> ProfileOptions:
         return ProfileOptions(
             name=self.profile,
@@ -159,45 +169,85 @@ def targets(conn: ConnectionOptions) -> tuple[ConnectParams, ConnectParams, int 
     return p, p, local_server_pid(p)
 
 
+def sweep_options(f: F) -> F:
+    """The options of ``SweepFlags``, shared by ``bench`` and ``ab``: the profile, its
+    overrides and how the runs are made."""
+    opts = [
+        click.option(
+            "--profile",
+            default="quick",
+            show_default=True,
+            help="quick, standard, full, yitian, polardb-cpu, polardb-io, tdsql, kunpeng.",
+        ),
+        click.option(
+            "--workload",
+            "-w",
+            multiple=True,
+            help="Workload (repeatable): oltp_read_only ... or ro/rw/wo/ps, or a .lua path.",
+        ),
+        click.option("--threads", "-t", help="Thread counts, e.g. 1,8,32 (a sweep)."),
+        click.option(
+            "--time", type=ranges.RUN_SECONDS, help="Measured seconds per run (after warm-up)."
+        ),
+        click.option(
+            "--warmup",
+            type=ranges.WARMUP_SECONDS,
+            help="Warm-up seconds excluded from the summary.",
+        ),
+        click.option("--tables", type=ranges.TABLES, help="Number of tables."),
+        click.option("--table-size", type=ranges.TABLE_ROWS, help="Rows per table."),
+        click.option(
+            "--dataset",
+            type=click.Choice(DATASET_KINDS),
+            help="Size the data from the buffer pool (<= 50% / >= 4x) and check it after the run.",
+        ),
+        click.option(
+            "--runs",
+            type=ranges.RUNS,
+            help="Repetitions per cell, per arm in ab (default: the profile's, 5 for quick).",
+        ),
+        click.option(
+            "--scale",
+            type=ranges.SCALE,
+            help="Shrink rows and time (0 < F <= 1) for small machines.",
+        ),
+        click.option(
+            "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
+        ),
+        click.option(
+            "--report-interval",
+            type=ranges.REPORT_INTERVAL_S,
+            help="Seconds between interval reports.",
+        ),
+        click.option(
+            "--pin-client",
+            metavar="CPUS",
+            help="Pin sysbench to these CPUs (taskset list, e.g. 1 or 2-3); recorded. "
+            "Default: unpinned.",
+        ),
+        click.option(
+            "--out",
+            "out_dir",
+            type=click.Path(file_okay=False),
+            help="Results directory (default under $MYACCEL_HOME/results).",
+        ),
+        click.option(
+            "--cleanup",
+            is_flag=True,
+            help="Drop an existing dataset of another size and prepare anew.",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 @click.command()
 @server_options
-@click.option(
-    "--profile",
-    default="quick",
-    show_default=True,
-    help="quick, standard, full, yitian, polardb-cpu, polardb-io, tdsql, kunpeng.",
-)
-@click.option(
-    "--workload",
-    "-w",
-    multiple=True,
-    help="Workload (repeatable): oltp_read_only ... or ro/rw/wo/ps, or a .lua path.",
-)
-@click.option("--threads", "-t", help="Thread counts, e.g. 1,8,32 (a sweep).")
-@click.option("--time", type=ranges.RUN_SECONDS, help="Measured seconds per run (after warm-up).")
-@click.option(
-    "--warmup", type=ranges.WARMUP_SECONDS, help="Warm-up seconds excluded from the summary."
-)
-@click.option("--tables", type=ranges.TABLES, help="Number of tables.")
-@click.option("--table-size", type=ranges.TABLE_ROWS, help="Rows per table.")
-@click.option(
-    "--dataset",
-    type=click.Choice(DATASET_KINDS),
-    help="Size the data from the buffer pool (<= 50% / >= 4x) and check it after the run.",
-)
-@click.option("--runs", type=ranges.RUNS, help="Repetitions per cell.")
-@click.option(
-    "--scale", type=ranges.SCALE, help="Shrink rows and time (0 < F <= 1) for small machines."
-)
+@sweep_options
 @click.option("--seed", type=ranges.SEED, help="Random seed (default: one per run, recorded).")
 @click.option(
-    "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
-)
-@click.option(
     "--ignore-errors", help="sysbench --mysql-ignore-errors list (default: sysbench's own)."
-)
-@click.option(
-    "--report-interval", type=ranges.REPORT_INTERVAL_S, help="Seconds between interval reports."
 )
 @click.option(
     "--percentile",
@@ -206,20 +256,6 @@ def targets(conn: ConnectionOptions) -> tuple[ConnectParams, ConnectParams, int 
     show_default=True,
     help="Latency percentile sysbench reports (one per run).",
 )
-@click.option(
-    "--pin-client",
-    metavar="CPUS",
-    help="Pin sysbench to these CPUs (taskset list, e.g. 1 or 2-3); recorded. Default: unpinned.",
-)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False),
-    help="Results directory (default under $MYACCEL_HOME/results).",
-)
-@click.option(
-    "--cleanup", is_flag=True, help="Drop an existing dataset of another size and prepare anew."
-)
 @click.option("--prepare-only", is_flag=True, help="Prepare (or verify) the dataset and stop.")
 @options_into(BenchOptions)
 def bench(opts: BenchOptions) -> None:
@@ -227,7 +263,7 @@ def bench(opts: BenchOptions) -> None:
     from myaccel.bench.profiles import build_profile
 
     prof = build_profile(opts.profile_options())
-    pin = check_pin_client(opts.pin_client)
+    harness = opts.harness_options()
     bench_p, admin_p, pid = targets(opts.conn)
     result = run_bench(
         BenchRequest(
@@ -236,14 +272,11 @@ def bench(opts: BenchOptions) -> None:
             profile=prof,
             command=command_line(),
             server_pid=pid,
-            dataset=opts.dataset,
-            ps_mode=opts.ps_mode,
+            harness=harness,
             ignore_errors=opts.ignore_errors,
-            pin_client=pin,
             percentile=opts.percentile,
             seed=opts.seed,
             out_dir=Path(opts.out_dir) if opts.out_dir else None,
-            cleanup=opts.cleanup,
             prepare_only=opts.prepare_only,
         ),
         TerminalProgress(),

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.progress import TimeElapsedColumn
 
-from myaccel.cli.progress import interactive, note
+from myaccel.cli.progress import interactive, live_bar, note
 
 
 class StageProgress:
@@ -26,18 +27,7 @@ class StageProgress:
     def stage_started(self, name: str, title: str) -> None:
         self._name, self._t0 = name, time.monotonic()
         if self.tty:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TextColumn("{task.fields[info]}"),
-                TimeElapsedColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self._progress.start()
+            self._progress = live_bar("info", TimeElapsedColumn())
             self._task = self._progress.add_task(f"{name}: {title}", total=None, info="")
         else:
             note(f"[{name}] {title} ...")

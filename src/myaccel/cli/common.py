@@ -36,6 +36,14 @@ def server_options(f: F) -> F:
     return f
 
 
+measure_storage = click.option(
+    "--measure-storage",
+    is_flag=True,
+    help="Measure the datadir's device with fio (I/O rules then follow what it sustains; "
+    "about 15 s, cached per device for 30 days).",
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ServerOptions:
     """The values of ``server_options``; a command's options class extends it."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import click
 
 from myaccel.cli import ranges
-from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
+from myaccel.cli.common import ServerOptions, measure_storage, options_into, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -56,12 +56,7 @@ class PlanOptions(ServerOptions):
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "as_md", is_flag=True)
 @click.option("--out", "out_file", metavar="FILE", help="Write the plan JSON here.")
-@click.option(
-    "--measure-storage",
-    is_flag=True,
-    help="Measure the datadir's device with fio (I/O rules then follow what it sustains; "
-    "about 15 s, cached per device for 30 days).",
-)
+@measure_storage
 @options_into(PlanOptions)
 def plan(opts: PlanOptions) -> None:
     """Turn facts into a layered plan: what to change, why, how sure, how to verify."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import click
 
-from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
+from myaccel.cli.common import ServerOptions, measure_storage, options_into, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -61,11 +61,7 @@ class ProbeOptions(ServerOptions):
 @click.option(
     "--schema", is_flag=True, help="Print the JSON Schema of the facts document and exit."
 )
-@click.option(
-    "--measure-storage",
-    is_flag=True,
-    help="Also measure the datadir's device with fio (about 15 s once; cached per device).",
-)
+@measure_storage
 @options_into(ProbeOptions)
 def probe(opts: ProbeOptions) -> None:
     """Collect facts about the machine, the server and its binary.

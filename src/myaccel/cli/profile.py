@@ -16,7 +16,7 @@ from myaccel.errors import UsageError
 from myaccel.profile.folded import format_top
 from myaccel.profile.hints import find_profile
 from myaccel.profile.records import Finding, Profile, load_profile
-from myaccel.profile.workload import Target
+from myaccel.profile.workload import Target, WorkloadChoice
 from myaccel.server.connection import ConnectionOptions
 
 
@@ -227,11 +227,13 @@ def profile(opts: ProfileCommandOptions) -> None:
             frequency_hz=int(opts.frequency),
             call_graph=opts.call_graph,
             top_n=opts.top,
-            workload=str(opts.workload or "none"),
-            threads=opts.threads,
-            tables=opts.tables,
-            table_size=opts.table_size,
-            cleanup=opts.cleanup,
+            workload=WorkloadChoice(
+                str(opts.workload or "none"),
+                opts.threads,
+                opts.tables,
+                opts.table_size,
+                opts.cleanup,
+            ),
             simulate=opts.simulate,
             out_dir=Path(opts.out_dir) if opts.out_dir else None,
             command=command_line(),

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 if TYPE_CHECKING:
     from myaccel.bench.run_record import RunRecord
@@ -22,6 +28,21 @@ def _ci() -> bool:
     import os
 
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def live_bar(field: str, clock: ProgressColumn) -> Progress:
+    """A started one-line bar on stderr: the task's description, the bar, the task field
+    ``field`` and ``clock`` (time elapsed or remaining); it disappears when stopped."""
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn(f"{{task.fields[{field}]}}"),
+        clock,
+        console=Console(stderr=True),
+        transient=True,
+    )
+    bar.start()
+    return bar
 
 
 class RunProgress:
@@ -41,15 +62,7 @@ class RunProgress:
         self._label, self._total = label, total_s
         self._last_plain = time.monotonic()
         if self.tty:
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TextColumn("{task.fields[tps]}"),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self._progress.start()
+            self._progress = live_bar("tps", TimeRemainingColumn())
             self._task = self._progress.add_task(label, total=total_s, tps="")
         else:
             click.echo(f"{label}: started ({total_s:.0f} s)", err=True)

@@ -25,6 +25,7 @@ from myaccel.server.sandbox import (
     DEFAULT_TIMEOUT_S,
     Sandbox,
     SandboxStatus,
+    ServerOptions,
     SnapshotInfo,
     StartResult,
     parse_sets,
@@ -179,7 +180,7 @@ def start(
     """Start a sandbox (with the base config unless --config/--set/--basedir)."""
     sets = parse_sets(set_items)
     sb = Sandbox.load(name)
-    res = sb.start(config, sets, timeout_s, basedir=basedir, progress=_say)
+    res = sb.start(ServerOptions(config, sets, basedir), timeout_s=timeout_s, progress=_say)
     _report_start(sb, res, config)
 
 
@@ -210,7 +211,9 @@ def restart(
     """Stop and start, keeping the active config unless new options are given."""
     sets = parse_sets(set_items)
     sb = Sandbox.load(name)
-    res = sb.restart(config, sets, timeout_s, basedir=basedir, reset=base_config, progress=_say)
+    res = sb.restart(
+        ServerOptions(config, sets, basedir), timeout_s=timeout_s, reset=base_config, progress=_say
+    )
     _report_start(sb, res, config)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from myaccel.facts.sysroot import MAX_CPU, Sysroot, format_cpu_list, parse_size
 from myaccel.facts.virt import collect_hypervisor
-from myaccel.model import CacheLevel, CpuFacts, Fact, NumaNode, known, unknown
+from myaccel.model import CacheLevel, CpuFacts, Fact, NumaNode, known, same_named, unknown
 
 CPUINFO = "/proc/cpuinfo"
 SYS_CPU = "/sys/devices/system/cpu"
@@ -105,7 +105,10 @@ def _midr_field(block: dict[str, str], key: str, bits: int) -> Fact[int]:
 
 
 class _CpuId:
-    """What /proc/cpuinfo says about the CPU model (before topology)."""
+    """What /proc/cpuinfo says about the CPU model (before topology): the ``FIELDS`` of
+    ``CpuFacts`` that carry the same names."""
+
+    FIELDS = ("arch", "vendor", "model", "family", "implementer", "part", "model_name", "features")
 
     def __init__(self, arch: Fact[str], why: str) -> None:
         self.arch = arch
@@ -318,13 +321,7 @@ def collect_cpu(sr: Sysroot) -> CpuFacts:
     sockets, cps, threads_per_core, physical = _topology(sr, online_list)
     x86 = ("x86", "i386", "i586", "i686")
     return CpuFacts(
-        arch=cid.arch,
-        vendor=cid.vendor,
-        model=cid.model,
-        family=cid.family,
-        implementer=cid.implementer,
-        part=cid.part,
-        model_name=cid.model_name,
+        **same_named(cid, _CpuId.FIELDS),
         logical_cpus=logical,
         online_cpus=online,
         sockets=sockets,
@@ -333,7 +330,6 @@ def collect_cpu(sr: Sysroot) -> CpuFacts:
         physical_cores=physical,
         numa_nodes=collect_numa(sr),
         caches=collect_caches(sr, online_list),
-        features=cid.features,
         has_lse=af.on(("aarch64",), "atomics"),
         has_sve=af.on(("aarch64",), "sve"),
         has_crc32=crc32,

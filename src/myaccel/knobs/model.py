@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -23,7 +21,7 @@ from pydantic import (
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.knobs.formula import Formula, compile_formula
 from myaccel.knobs.values import KnobValue
-from myaccel.model import CpuFacts, MemoryFacts
+from myaccel.model import CpuFacts, Frozen, MemoryFacts
 from myaccel.server.optionfile import normalize_key
 
 CATALOG_SCHEMA = "myaccel.knobs/1"
@@ -73,11 +71,7 @@ class CatalogError(MyaccelError, code="knob-catalog"):
 # ------------------------------------------------------------------ data file schema
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class AutoSpec(_Frozen):
+class AutoSpec(Frozen):
     """A default the server computes at startup."""
 
     text: str  # how it is computed, in words
@@ -85,7 +79,7 @@ class AutoSpec(_Frozen):
     sentinel: JsonValue | None = None  # value that asks for the computation (-1, 0)
 
 
-class Change(_Frozen):
+class Change(Frozen):
     since: str | list[str]
     present: bool | None = None  # False = removed from this version on
     deprecated: bool | None = None
@@ -103,7 +97,7 @@ class Change(_Frozen):
         return [self.since] if isinstance(self.since, str) else list(self.since)
 
 
-class KnobSpec(_Frozen):
+class KnobSpec(Frozen):
     name: str
     group: str
     type: KnobType
@@ -124,13 +118,13 @@ class KnobSpec(_Frozen):
         return self.option or self.name.replace("_", "-")
 
 
-class GroupSpec(_Frozen):
+class GroupSpec(Frozen):
     id: str
     title: str
     sources: dict[str, str]
 
 
-class CatalogData(_Frozen):
+class CatalogData(Frozen):
     schema_version: str
     known_series: dict[str, list[str]]  # flavor -> series ("8.0", "9" = every 9.x)
     doc_series: dict[str, dict[str, str]]  # flavor -> series -> manual version in URLs

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from myaccel import proc
 from myaccel.errors import MyaccelError, ProcessFailed, ToolMissing, UsageError
+from myaccel.model import same_named
 from myaccel.profile import folded as folded_mod
 from myaccel.profile.diagnose import diagnose
 from myaccel.profile.perfrecord import (
@@ -382,10 +383,7 @@ def record_profile(
     recording = Recording(
         tool="perf record",
         event=event,
-        frequency_hz=opts.frequency_hz,
-        call_graph=opts.call_graph,
-        duration_s=opts.duration_s,
-        pid=opts.pid,
+        **same_named(opts, ("frequency_hz", "call_graph", "duration_s", "pid")),
         system_wide=False,
         command=[Path(argv[0]).name, *argv[1:]],
         target=comm,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from myaccel.errors import MyaccelError
+from myaccel.paths import entries
 from myaccel.profile.records import NodeCpus, parse_cpulist
 
 if TYPE_CHECKING:
@@ -27,11 +28,7 @@ STACK_SAMPLE_INTERVAL_S = 1.0
 def numa_nodes(root: str | Path = "/") -> list[NodeCpus]:
     base = Path(root) / NODE_DIR.lstrip("/")
     out: list[NodeCpus] = []
-    try:
-        entries = sorted(base.iterdir())
-    except OSError:
-        return out
-    for d in entries:
+    for d in entries(base):
         m = re.fullmatch(r"node(\d+)", d.name)
         if not m:
             continue

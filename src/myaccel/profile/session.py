@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.paths import myaccel_home
-from myaccel.profile.workload import Target, WorkloadDriver
+from myaccel.profile.workload import NO_WORKLOAD, Target, WorkloadChoice, WorkloadDriver
 
 if TYPE_CHECKING:
     from myaccel.model import Facts
@@ -28,11 +28,7 @@ class ProfileRequest:
     frequency_hz: int = 99
     call_graph: str = "fp"
     top_n: int = 20  # the tables shown; the profile keeps at least 30
-    workload: str = "none"  # a bench profile to drive while recording, or none
-    threads: int | None = None
-    tables: int | None = None
-    table_size: int | None = None
-    cleanup: bool = False
+    workload: WorkloadChoice = NO_WORKLOAD  # the load to drive while recording
     simulate: bool = False
     out_dir: Path | None = None  # default $MYACCEL_HOME/profiles/STAMP-PID
     command: list[str] = field(default_factory=list)
@@ -103,16 +99,12 @@ def run_profile(req: ProfileRequest, note: Note) -> ProfileRun:
     out.mkdir(parents=True, exist_ok=True)
 
     driver: WorkloadDriver | None = None
-    if req.workload != "none":
+    if req.workload.name != "none":
         driver = WorkloadDriver(
             target=target,
-            name=req.workload,
+            workload=req.workload,
             window_s=req.duration_s,
             out_dir=out / "bench",
-            threads=req.threads,
-            tables=req.tables,
-            table_size=req.table_size,
-            cleanup=req.cleanup,
             command=req.command,
             note=note,
         )
@@ -120,7 +112,7 @@ def run_profile(req: ProfileRequest, note: Note) -> ProfileRun:
     facts = collect_facts_quietly(target, note)
     if driver is not None:
         driver.start()
-        note(f"workload {req.workload} started; waiting for its first report")
+        note(f"workload {req.workload.name} started; waiting for its first report")
         driver.wait_started()
     try:
         result = record.record_profile(

@@ -40,18 +40,30 @@ def _quiet(_msg: str) -> None:
     pass
 
 
+@dataclass(frozen=True)
+class WorkloadChoice:
+    """The bench profile to drive while recording (``none``: no load), its overrides
+    (``--threads``, ``--tables``, ``--table-size``; None: the profile's own) and whether
+    to drop the dataset afterwards (``--cleanup``)."""
+
+    name: str = "none"
+    threads: int | None = None
+    tables: int | None = None
+    table_size: int | None = None
+    cleanup: bool = False
+
+
+NO_WORKLOAD = WorkloadChoice()
+
+
 @dataclass
 class WorkloadDriver:
     """Runs the profile's sysbench cells one after another in a thread (bench harness)."""
 
     target: Target
-    name: str
+    workload: WorkloadChoice
     window_s: float
     out_dir: Path
-    threads: int | None = None
-    tables: int | None = None
-    table_size: int | None = None
-    cleanup: bool = False
     command: list[str] = field(default_factory=list)  # recorded in the campaign
     note: Callable[[str], None] = _quiet
     started: threading.Event = field(default_factory=threading.Event)
@@ -72,13 +84,14 @@ class WorkloadDriver:
         from myaccel.bench.runner import preflight
         from myaccel.bench.session import CampaignSetup, cell_spec, open_campaign
 
-        prof = get_profile(self.name)
-        if self.threads is not None:
-            prof = replace(prof, threads=(self.threads,))
-        if self.tables is not None:
-            prof = replace(prof, tables=self.tables)
-        if self.table_size is not None:
-            prof = replace(prof, table_size=self.table_size)
+        w = self.workload
+        prof = get_profile(w.name)
+        if w.threads is not None:
+            prof = replace(prof, threads=(w.threads,))
+        if w.tables is not None:
+            prof = replace(prof, tables=w.tables)
+        if w.table_size is not None:
+            prof = replace(prof, table_size=w.table_size)
         t = self.target
         if t.admin is None or t.bench is None:
             raise UsageError(
@@ -109,11 +122,10 @@ class WorkloadDriver:
         # measure_run spends ~1.5 s per cell around sysbench (quietness check, counters)
         self._budget_s = sum(s.total_s + 120 for s in self.specs)
         preflight(t.admin, max(self.specs, key=lambda s: s.threads))
-        ensure_dataset(t.admin, t.bench, prof, cleanup=self.cleanup, note=self.note)
+        ensure_dataset(t.admin, t.bench, prof, cleanup=w.cleanup, note=self.note)
         sinfo, _ = server_info(t.admin)
         self._ctx = open_campaign(
-            CampaignSetup(kind="profile", command=self.command, pid=t.pid),
-            self.out_dir,
+            CampaignSetup(kind="profile", command=self.command, pid=t.pid, out_dir=self.out_dir),
             bench_p=t.bench,
             admin=t.admin,
             sinfo=sinfo,

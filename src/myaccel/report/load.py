@@ -25,6 +25,7 @@ from myaccel.bench.compare import Comparison
 from myaccel.bench.run_record import CampaignIndex, RunRecord
 from myaccel.errors import UsageError
 from myaccel.model import Facts
+from myaccel.paths import entries
 from myaccel.profile.records import Profile
 from myaccel.rules.model import Plan
 
@@ -151,11 +152,7 @@ def _load_file(arts: Artifacts, path: Path, *, explicit: bool) -> None:
 
 def _walk(root: Path, depth: int = 0) -> list[Path]:
     out: list[Path] = []
-    try:
-        entries = sorted(root.iterdir())
-    except OSError:
-        return out
-    for p in entries:
+    for p in entries(root):
         if p.name.startswith("."):
             continue
         if p.is_dir() and not p.is_symlink():

@@ -66,6 +66,7 @@ class RuleContext:
     hints: Hints = field(default_factory=Hints)
     knobs: KnobView | None = None
     proposed: dict[str, str] = field(default_factory=dict)  # server knob -> proposed value
+    rule: RuleSpec | None = None  # the rule running now (the engine sets it)
 
     @property
     def server(self) -> Any:
@@ -142,10 +143,15 @@ class RuleContext:
 
 
 def recommend(ctx: RuleContext, **fields: object) -> Recommendation:
-    """A recommendation; its risk, unless given, is ``online`` for a server knob that
-    ``SET GLOBAL`` changes and ``restart`` otherwise."""
-    name = str(fields["target"]).removeprefix("mysql:")
-    fields.setdefault("risk", "online" if ctx.is_dynamic(name) else "restart")
+    """A recommendation; its id and layer, unless given, are those of the rule running, and
+    its risk, unless given, is ``online`` for a server knob that ``SET GLOBAL`` changes and
+    ``restart`` otherwise."""
+    if ctx.rule is not None:
+        fields.setdefault("id", ctx.rule.id)
+        fields.setdefault("layer", ctx.rule.layer)
+    if "risk" not in fields:
+        name = str(fields["target"]).removeprefix("mysql:")
+        fields["risk"] = "online" if ctx.is_dynamic(name) else "restart"
     return Recommendation.model_validate(fields)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from myaccel.rules.base import RuleContext, Skip, rule
+from myaccel.rules.base import RuleContext, Skip, recommend, rule
 from myaccel.rules.model import Recommendation
 
 MCPU = {
@@ -64,12 +64,10 @@ def rebuild_headroom(ctx: RuleContext) -> tuple[str, str]:
     return GENERIC_REBUILD_GAIN
 
 
-def rebuild_advice(**fields: object) -> Recommendation:
+def rebuild_advice(ctx: RuleContext, **fields: object) -> Recommendation:
     """A build-layer recommendation: advisory (a human rebuilds the server), at the risk of
     a rebuild."""
-    return Recommendation.model_validate(
-        {"layer": "build", "action": "advisory", "risk": "rebuild", **fields}
-    )
+    return recommend(ctx, action="advisory", risk="rebuild", **fields)
 
 
 def _binary(ctx: RuleContext):  # type: ignore[no-untyped-def]
@@ -106,7 +104,7 @@ def lse(ctx: RuleContext) -> list[Recommendation]:
     )
     return [
         rebuild_advice(
-            id="build-lse",
+            ctx,
             title="Rebuild with inline LSE atomics",
             target="build:lse",
             current=f"{at.klass} ({at.helper_calls} helper calls, {at.exclusive_stores} LL/SC stores)",
@@ -136,7 +134,7 @@ def pgo_lto(ctx: RuleContext) -> list[Recommendation]:
     gain, source = rebuild_headroom(ctx)
     return [
         rebuild_advice(
-            id="build-pgo-lto",
+            ctx,
             title="Rebuild with PGO and LTO",
             target="build:pgo,lto",
             current=f"LTO {b.lto.value if b.lto.known else 'unknown'}, PGO {b.pgo.value if b.pgo.known else 'unknown'}",
@@ -167,7 +165,7 @@ def cacheline(ctx: RuleContext) -> list[Recommendation]:
         raise Skip("no 128-byte cache lines on this CPU")
     return [
         rebuild_advice(
-            id="build-cacheline",
+            ctx,
             title="Build for a 128-byte cache line",
             target="build:cacheline",
             current="64-byte padding",
@@ -200,7 +198,7 @@ def text_alignment(ctx: RuleContext) -> list[Recommendation]:
         raise Skip("the kernel cannot map file text with huge pages anyway")
     return [
         rebuild_advice(
-            id="build-text-alignment",
+            ctx,
             title="Link with 2 MiB text alignment",
             target="build:text-align",
             current=hex(b.text_segment_align.value or 0),

@@ -171,6 +171,7 @@ def _run_rules(ctx: RuleContext, want: list[str], skipped: list[Skipped]) -> lis
     for spec in sorted(load_rules().values(), key=lambda s: (LAYERS.index(s.layer), s.order, s.id)):
         if spec.layer not in want:
             continue
+        ctx.rule = spec
         try:
             out = apply_finding_effects(spec.id, spec.fn(ctx), ctx.hints)
         except Skip as s:

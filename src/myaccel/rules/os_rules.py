@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from myaccel.facts.sysroot import parse_cpu_list
-from myaccel.rules.base import RuleContext, Skip, rule
+from myaccel.rules.base import RuleContext, Skip, recommend, rule
 from myaccel.rules.conditions import managed
 from myaccel.rules.model import Recommendation
 
@@ -51,9 +51,9 @@ def scheduler(ctx: RuleContext) -> list[Recommendation]:
         if managed(ctx, f"kernel.sched_{name}"):
             continue
         out.append(
-            Recommendation(
+            recommend(
+                ctx,
                 id=f"os-sched-{name.replace('_', '-')}",
-                layer="os",
                 title=f"scheduler {name}",
                 target=target,
                 current=str(cur),
@@ -89,27 +89,29 @@ def code_huge_pages(ctx: RuleContext) -> list[Recommendation]:
         raise Skip("no binary facts (probe the server or pass --binary)")
     if not b.text_huge_page_ready.value:
         raise Skip("the binary's text is not 2 MiB aligned (see build-text-alignment)")
+    # both ways of mapping the text with huge pages promise and are checked alike
+    same = {
+        "expected_effect": "+5-11% (fewer iTLB misses)",
+        "effect_source": "seeds/000, seeds/001",
+        "risk": "restart",
+        "verify": "FilePmdMapped > 0 for mysqld text in /proc/PID/smaps",
+    }
     if m.thp_hugetext_enabled.known:
         return [
-            Recommendation(
-                id="os-code-huge-pages",
-                layer="os",
+            recommend(
+                ctx,
                 title="hugetext for the server's code",
                 target=f"sysfs:{THP}/hugetext_enabled",
                 current=m.thp_hugetext_enabled.value,
                 proposed="1",
                 rationale="Alibaba Cloud Linux maps aligned text with huge pages when enabled",
                 evidence={"memory.thp_hugetext_enabled": str(m.thp_hugetext_enabled.value)},
-                expected_effect="+5-11% (fewer iTLB misses)",
-                effect_source="seeds/000, seeds/001",
-                risk="restart",
-                verify="FilePmdMapped > 0 for mysqld text in /proc/PID/smaps",
+                **same,
             )
         ]
     return [
-        Recommendation(
-            id="os-code-huge-pages",
-            layer="os",
+        recommend(
+            ctx,
             title="Collapse the server's text into huge pages",
             target="advice:madv-collapse",
             current=None,
@@ -117,11 +119,8 @@ def code_huge_pages(ctx: RuleContext) -> list[Recommendation]:
             action="advisory",
             rationale="mainline file THP needs the text collapsed by khugepaged or MADV_COLLAPSE",
             evidence={"kernel.file_thp": "yes", "binary.text_huge_page_ready": "yes"},
-            expected_effect="+5-11% (fewer iTLB misses)",
-            effect_source="seeds/000, seeds/001",
-            risk="restart",
-            verify="FilePmdMapped > 0 for mysqld text in /proc/PID/smaps",
             confidence="medium",
+            **same,
         )
     ]
 
@@ -165,56 +164,52 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
     if ctx.facts.server is not None and ctx.facts.server.cpus_allowed.value:
         cur = ctx.facts.server.cpus_allowed.value
     recs: list[Recommendation] = []
+    # binding and interleaving are two values of one placement policy
+    policy = {
+        "target": "systemd:server/NUMAPolicy",
+        "current": cur,
+        "evidence": {
+            "cpu.numa_nodes": str(len(nodes)),
+            "innodb_buffer_pool_size": f"{bp} ({bp_why})",
+        },
+        "risk": "restart",
+        "confidence": "medium",
+    }
     if need < len(nodes):
         node_list = ",".join(str(n.node) for n in sel)
         cpus = ",".join(n.cpus for n in sel)
         recs.append(
-            Recommendation(
-                id="numa-binding",
-                layer="numa",
+            recommend(
+                ctx,
                 title=f"Bind the server to NUMA node(s) {node_list}",
-                target="systemd:server/NUMAPolicy",
-                current=cur,
                 proposed=f"cpus {cpus}; memory bind nodes {node_list}",
                 rationale=f"the buffer pool ({bp / 2**30:.0f} GiB) fits in {need} of {len(nodes)} nodes",
-                evidence={
-                    "cpu.numa_nodes": str(len(nodes)),
-                    "innodb_buffer_pool_size": f"{bp} ({bp_why})",
-                },
                 expected_effect="seed 002: +40% point-select QPS on a 4-node Kunpeng 920; ~+10% typical",
                 effect_source="seeds/002",
-                risk="restart",
                 verify="/proc/PID/status Cpus_allowed_list and numastat -p mysqld",
-                confidence="medium",
+                **policy,
             )
         )
     else:
         recs.append(
-            Recommendation(
+            recommend(
+                ctx,
                 id="numa-interleave",
-                layer="numa",
                 title="Interleave the server's memory over all nodes",
-                target="systemd:server/NUMAPolicy",
-                current=cur,
                 proposed="interleave all nodes",
                 rationale="the buffer pool needs every node's memory: spread it evenly instead of filling node 0",
-                evidence={
-                    "cpu.numa_nodes": str(len(nodes)),
-                    "innodb_buffer_pool_size": f"{bp} ({bp_why})",
-                },
                 expected_effect="even memory bandwidth, no remote-allocation hot spot",
                 effect_source="seeds/002; MySQL innodb_numa_interleave",
-                risk="restart",
                 verify="numastat -p mysqld shows memory on every node",
-                confidence="medium",
+                **policy,
             )
         )
     nb = ctx.facts.memory.numa_balancing.value
     if nb == 1 and need < len(nodes):
         recs.append(
-            Recommendation(
+            recommend(
+                ctx,
                 id="numa-balancing-off",
-                layer="numa",
                 title="Automatic NUMA balancing off when bound",
                 target="sysctl:kernel.numa_balancing",
                 current="1",
@@ -255,9 +250,9 @@ def irq_affinity(ctx: RuleContext) -> list[Recommendation]:
         queues = i.rx_queues or len(i.irqs)
         want_q = max(2, ctx.host_cpus() // 8)
         recs.append(
-            Recommendation(
+            recommend(
+                ctx,
                 id=f"nic-irq-affinity-{i.name}",
-                layer="nic",
                 title=f"{i.name}: {min(queues, want_q)} queues on dedicated cores",
                 target=f"irq:{i.name}",
                 current=f"{queues} queues, IRQs on {len(cpus)} CPUs, irqbalance {'on' if ctx.facts.network.irqbalance_running.value else 'off'}",
@@ -302,9 +297,8 @@ def prefetch(ctx: RuleContext) -> list[Recommendation]:
     else:
         raise Skip("no known prefetch control for this CPU")
     return [
-        Recommendation(
-            id="hardware-prefetch",
-            layer="hardware",
+        recommend(
+            ctx,
             title="Evaluate a less aggressive prefetch policy",
             target="advice:prefetch",
             current=None,

@@ -148,8 +148,6 @@ def max_connections(ctx: RuleContext) -> list[Recommendation]:
     return [
         recommend(
             ctx,
-            id="server-max-connections",
-            layer="server",
             title="Raise max_connections",
             target="mysql:max_connections",
             current=str(cur),
@@ -213,8 +211,6 @@ def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
     return [
         recommend(
             ctx,
-            id="server-buffer-pool-size",
-            layer="server",
             title="Size the buffer pool from the memory budget",
             target="mysql:innodb_buffer_pool_size",
             current=format_plan_size(cur) if cur is not None else None,
@@ -254,8 +250,6 @@ def buffer_pool_instances(ctx: RuleContext) -> list[Recommendation]:
     return [
         recommend(
             ctx,
-            id="server-buffer-pool-instances",
-            layer="server",
             title="Buffer pool instances",
             target="mysql:innodb_buffer_pool_instances",
             current=str(cur),
@@ -316,8 +310,6 @@ def redo_capacity(ctx: RuleContext) -> list[Recommendation]:
     return [
         recommend(
             ctx,
-            id="server-redo-capacity",
-            layer="server",
             title="Larger redo log",
             target=f"mysql:{name}",
             current=format_plan_size(cur) if cur is not None else None,
@@ -380,8 +372,6 @@ def io_capacity(ctx: RuleContext) -> list[Recommendation]:
     recs = [
         recommend(
             ctx,
-            id="server-io-capacity",
-            layer="server",
             title=f"I/O capacity for {kind.upper()}",
             target="mysql:innodb_io_capacity",
             current=str(cur),

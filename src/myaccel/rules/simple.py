@@ -44,10 +44,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from myaccel.errors import MyaccelError
 from myaccel.knobs.formula import Formula, compile_formula
+from myaccel.model import Frozen
 from myaccel.rules.base import RuleContext, Skip, format_plan_size, recommend, rule
 from myaccel.rules.conditions import CONDITIONS, concurrency, status_int, storage_kind
 from myaccel.rules.model import Layer, Recommendation
@@ -62,11 +63,7 @@ class SimpleRulesError(MyaccelError, code="rules-data"):
     """The simple rules data file is missing or inconsistent (a bug in myaccel's data)."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Condition(_Frozen):
+class Condition(Frozen):
     need: str  # a name of CONDITIONS, optionally with ":arg"
     otherwise: str = Field(default="", alias="else")  # the skip reason (a template)
 
@@ -79,7 +76,7 @@ class Condition(_Frozen):
         return self.need.partition(":")[2]
 
 
-class Setting(_Frozen):
+class Setting(Frozen):
     target: str  # mysql:KNOB, sysctl:NAME, sysfs:PATH
     id: str | None = None  # the recommendation's id when not the rule's
     title: str | None = None
@@ -102,7 +99,7 @@ class Setting(_Frozen):
         return self.target.removeprefix("mysql:")
 
 
-class SimpleRule(_Frozen):
+class SimpleRule(Frozen):
     id: str
     layer: Layer
     title: str
@@ -115,7 +112,7 @@ class SimpleRule(_Frozen):
     recommendation: dict[str, Any]  # shared fields of the recommendations (templates)
 
 
-class SimpleRulesData(_Frozen):
+class SimpleRulesData(Frozen):
     schema_version: str
     rules: list[SimpleRule]
 

@@ -68,8 +68,6 @@ geometric mean over cells).
 """
 
 from myaccel.bench.stats.compare import (
-    DEFAULT_MAX_CV_PCT,
-    DEFAULT_MAX_MDE_PCT,
     CellComparison,
     compare_arms,
     compare_cells,
@@ -86,7 +84,12 @@ from myaccel.bench.stats.ranks import (
     min_p_value,
     runs_to_reach,
 )
-from myaccel.bench.stats.verdicts import RECOMMENDED_RUNS_PER_ARM, Verdict
+from myaccel.bench.stats.verdicts import (
+    DEFAULT_MAX_CV_PCT,
+    DEFAULT_MAX_MDE_PCT,
+    RECOMMENDED_RUNS_PER_ARM,
+    Verdict,
+)
 
 __all__ = [
     "DEFAULT_MAX_CV_PCT",

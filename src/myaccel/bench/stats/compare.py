@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypedDict, Unpack
+from typing import Unpack
 
 import numpy as np
 
 from myaccel.bench.stats.descriptive import (
-    ArmSummary,
     StatsInputError,
     as_positive_array,
     log_to_pct,
@@ -27,28 +26,24 @@ from myaccel.bench.stats.ranks import (
     mde_standardized,
     min_p_value,
 )
-from myaccel.bench.stats.verdicts import Analysis, Verdict, VerdictRules, draw_verdict
-
-DEFAULT_MAX_CV_PCT = 10.0
-# "no change" on the strength of the MDE only when the MDE is at most this: a larger MDE
-# would let "no change" hide a real gain of that size (at 5+5 runs and 12% CV the MDE is
-# ~30%, and a true +10% would be called "no change" about 40% of the time without the cap).
-DEFAULT_MAX_MDE_PCT = 10.0
+from myaccel.bench.stats.verdicts import (
+    Analysis,
+    CellArms,
+    RuleOptions,
+    Verdict,
+    VerdictRules,
+    draw_verdict,
+)
 
 
 @dataclass(frozen=True, slots=True)
-class CellComparison:
+class CellComparison(CellArms):
     """Candidate vs baseline for one cell (one workload, thread count, ... combination).
 
     Percentages are changes of the candidate relative to the baseline (``+10`` = the
     candidate's value is 1.10 x the baseline's), whatever ``higher_is_better`` says.
     """
 
-    name: str
-    baseline: ArmSummary
-    candidate: ArmSummary
-    baseline_values: tuple[float, ...]
-    candidate_values: tuple[float, ...]
     higher_is_better: bool
     delta_pct: float  # ratio of the medians, minus 1
     hl_delta_pct: float  # Hodges-Lehmann: median of the m*n pairwise ratios, minus 1
@@ -100,16 +95,10 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
-class CompareOptions(TypedDict, total=False):
+class CompareOptions(RuleOptions, total=False):
     """The keyword arguments of ``compare_cells``, for ``compare_arms`` to pass on."""
 
-    higher_is_better: bool
-    confidence: float
     seed: int
-    alpha: float
-    practical_threshold_pct: float
-    max_cv_pct: float
-    max_mde_pct: float
 
 
 def compare_arms(
@@ -129,13 +118,8 @@ def compare_arms(
 def compare_cells(
     cells: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     *,
-    higher_is_better: bool = True,
-    confidence: float = 0.95,
     seed: int = 0,
-    alpha: float = 0.05,
-    practical_threshold_pct: float = 2.0,
-    max_cv_pct: float = DEFAULT_MAX_CV_PCT,
-    max_mde_pct: float = DEFAULT_MAX_MDE_PCT,
+    **options: Unpack[RuleOptions],
 ) -> list[CellComparison]:
     """Compare every cell ``name -> (baseline runs, candidate runs)``, in mapping order.
 
@@ -148,6 +132,10 @@ def compare_cells(
     """
     if not cells:
         raise StatsInputError("no cells to compare")
+    rules = VerdictRules(**options)
+    alpha, confidence = rules.alpha, rules.confidence
+    practical_threshold_pct = rules.practical_threshold_pct
+    max_cv_pct, max_mde_pct = rules.max_cv_pct, rules.max_mde_pct
     if not 0.0 < confidence < 1.0:
         raise StatsInputError(f"confidence {confidence!r} is not in (0, 1)")
     if not 0.0 < alpha < 1.0:
@@ -158,14 +146,6 @@ def compare_cells(
         raise StatsInputError(f"max_cv_pct {max_cv_pct!r} is not positive")
     if not max_mde_pct >= 0.0:
         raise StatsInputError(f"max_mde_pct {max_mde_pct!r} is negative")
-    rules = VerdictRules(
-        alpha=alpha,
-        higher_is_better=higher_is_better,
-        confidence=confidence,
-        practical_threshold_pct=practical_threshold_pct,
-        max_cv_pct=max_cv_pct,
-        max_mde_pct=max_mde_pct,
-    )
     family_size = len(cells)
     alpha_per_test = alpha / family_size
     analyses = [
@@ -258,29 +238,16 @@ def _conclude(
 ) -> CellComparison:
     verdict, reason, advice = draw_verdict(a, rules, p_adjusted=p_adjusted, family_size=family_size)
     return CellComparison(
-        name=a.name,
-        baseline=a.baseline,
-        candidate=a.candidate,
-        baseline_values=a.baseline_values,
-        candidate_values=a.candidate_values,
+        **a.carried(),
         higher_is_better=rules.higher_is_better,
-        delta_pct=a.delta_pct,
-        hl_delta_pct=a.hl_delta_pct,
         ci_low_pct=a.ci[0] if a.ci else None,
         ci_high_pct=a.ci[1] if a.ci else None,
         ci_coverage=a.ci[2] if a.ci else None,
         confidence=rules.confidence,
         ci_method="exact distribution-free CI for a shift of log(value) (Mann-Whitney/Hodges-Lehmann)",
-        p_value=a.p_value,
         p_adjusted=p_adjusted,
-        p_method=a.p_method,
-        min_p_value=a.min_p_value,
         family_size=family_size,
         alpha=rules.alpha,
-        noise_log_sd=a.noise_log_sd,
-        mde_pct=a.mde_pct,
-        mde_method=a.mde_method,
-        mde_note=a.mde_note,
         practical_threshold_pct=rules.practical_threshold_pct,
         equivalence_margin_pct=rules.margin(a.mde_pct),
         verdict=verdict,

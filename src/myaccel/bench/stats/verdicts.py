@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypedDict
 
 from myaccel.bench.stats.descriptive import ArmSummary
 from myaccel.bench.stats.ranks import (
@@ -16,18 +16,44 @@ from myaccel.bench.stats.ranks import (
     runs_needed,
     runs_to_reach,
 )
+from myaccel.model import same_named
 
 Verdict = Literal["improved", "regressed", "no change", "inconclusive"]
 RECOMMENDED_RUNS_PER_ARM = 5
 
 
 @dataclass(frozen=True, slots=True)
-class Analysis:
+class CellArms:
+    """One cell's two arms: what an analysis starts from and a comparison reports."""
+
     name: str
     baseline: ArmSummary
     candidate: ArmSummary
     baseline_values: tuple[float, ...]
     candidate_values: tuple[float, ...]
+
+
+# The fields an analysis hands on to its comparison unchanged.
+CARRIED_FIELDS = (
+    "name",
+    "baseline",
+    "candidate",
+    "baseline_values",
+    "candidate_values",
+    "delta_pct",
+    "hl_delta_pct",
+    "p_value",
+    "p_method",
+    "min_p_value",
+    "noise_log_sd",
+    "mde_pct",
+    "mde_method",
+    "mde_note",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis(CellArms):
     delta_pct: float
     hl_delta_pct: float
     ci: tuple[float, float, float] | None  # low %, high %, achieved coverage
@@ -40,10 +66,20 @@ class Analysis:
     mde_method: MdeMethod
     mde_note: str
 
+    def carried(self) -> dict[str, Any]:
+        """The ``CARRIED_FIELDS`` by name, for the comparison's constructor."""
+        return same_named(self, CARRIED_FIELDS)
 
-@dataclass(frozen=True, slots=True)
-class VerdictRules:
-    """What verdicts are drawn against (the keyword arguments of ``compare_cells``)."""
+
+DEFAULT_MAX_CV_PCT = 10.0
+# "no change" on the strength of the MDE only when the MDE is at most this: a larger MDE
+# would let "no change" hide a real gain of that size (at 5+5 runs and 12% CV the MDE is
+# ~30%, and a true +10% would be called "no change" about 40% of the time without the cap).
+DEFAULT_MAX_MDE_PCT = 10.0
+
+
+class RuleOptions(TypedDict, total=False):
+    """``VerdictRules`` as keyword arguments (``compare_cells`` takes them)."""
 
     alpha: float
     higher_is_better: bool
@@ -51,6 +87,20 @@ class VerdictRules:
     practical_threshold_pct: float
     max_cv_pct: float
     max_mde_pct: float
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRules:
+    """What verdicts are drawn against: the significance level, the direction, the CI's
+    coverage, the practical threshold, the CV above which a host is noisy and the largest
+    MDE at which a non-result may be called "no change"."""
+
+    alpha: float = 0.05
+    higher_is_better: bool = True
+    confidence: float = 0.95
+    practical_threshold_pct: float = 2.0
+    max_cv_pct: float = DEFAULT_MAX_CV_PCT
+    max_mde_pct: float = DEFAULT_MAX_MDE_PCT
 
     def margin(self, mde_pct: float | None) -> float:
         """The +- band a "no change" CI must lie in: the MDE when it is adequate (at most

@@ -135,9 +135,7 @@ def simulate(
     try:
         # The dataset is checked (and prepared) with the server running normally.
         if not was_running:
-            sandbox.start(
-                config=prior.config_file, sets=prior.sets, basedir=prior.basedir, progress=say
-            )
+            sandbox.start(prior.options(), progress=say)
         sandbox.query(f"CREATE DATABASE IF NOT EXISTS `{db}`")
         target = admin_target(sandbox, db)
         if verify_dataset(target, tables, table_size, db) == "empty":
@@ -182,9 +180,7 @@ def _restore(sandbox: Sandbox, prior: ActiveConfig, was_running: bool, say: Prog
         if sandbox.is_running() and sandbox.status().active_config.wrapper:
             say(sandbox.stop(timeout_s=SHUTDOWN_TIMEOUT_S))
     if was_running and not sandbox.is_running():
-        res = sandbox.start(
-            config=prior.config_file, sets=prior.sets, basedir=prior.basedir, progress=say
-        )
+        res = sandbox.start(prior.options(), progress=say)
         say(res.message)
     elif not was_running and sandbox.is_running():
         say(sandbox.stop())

@@ -90,10 +90,8 @@ def callgrind_control(pid: int, *args: str) -> None:
 def _run_annotate(argv: Sequence[str]) -> str:
     done = proc.run(argv, timeout_s=300.0)
     if not done.ok:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
         raise ProcessFailed(
-            f"'{Path(argv[0]).name}' failed with exit code {done.returncode}"
-            + (f": {tail[0]}" if tail else ""),
+            done.failure(Path(argv[0]).name),
             hint="check the valgrind output file it was given (complete? same tool?)",
         )
     return done.stdout

@@ -22,6 +22,7 @@ from myaccel.bench.runner import (
 )
 from myaccel.bench.sysbench_output import parse_output
 from myaccel.errors import MyaccelError, ProcessFailed
+from myaccel.model import same_named
 from myaccel.profile.simulate.figures import derive_metrics
 from myaccel.profile.simulate.models import Progress, SimulationResult, SimulationRun
 from myaccel.profile.simulate.parse import read_out_file
@@ -33,12 +34,24 @@ from myaccel.profile.simulate.valgrind import (
     valgrind_argv,
 )
 from myaccel.server.connection import ConnectParams
-from myaccel.server.sandbox import Sandbox
+from myaccel.server.sandbox import Sandbox, ServerOptions
 from myaccel.server.sandbox.install import parse_version_output
 
 SHUTDOWN_TIMEOUT_S = 300.0
 # Pause after a client exits so that the server has handled its COM_QUIT.
 SETTLE_S = 1.0
+
+# The SimulationResult fields that are the request's, under the same name.
+_FROM_REQUEST = (
+    "tool",
+    "cache_sim",
+    "branch_sim",
+    "workload",
+    "events",
+    "threads",
+    "tables",
+    "table_size",
+)
 
 
 def one_run(
@@ -65,7 +78,7 @@ def one_run(
     say(f"starting the server under {req.tool} ({label} run, {n_events} events)")
     t0 = time.monotonic()
     started = sandbox.start(
-        config=req.config, sets=req.sets, basedir=req.basedir, wrapper=wrapper, progress=say
+        ServerOptions(req.config, req.sets, req.basedir), wrapper=wrapper, progress=say
     )
     start_s = time.monotonic() - t0
     pid = started.pid
@@ -225,22 +238,15 @@ def assemble(
     top_self, top_incl = function_table(req.tool, annotate_file, ir, top_n=top_n)
     binary = Path(measured.server_binary)
     return SimulationResult(
+        **same_named(req, _FROM_REQUEST),
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        tool=req.tool,
         valgrind_version=version,
         valgrind_argv=list(measured.valgrind_argv),
         window=window,
-        cache_sim=req.cache_sim,
-        branch_sim=req.branch_sim,
         caches=list(caches),
         server_binary=str(binary),
         server_binary_sha256=file_sha256(binary),
         server_version=measured.server_version,
-        workload=req.workload,
-        events=req.events,
-        threads=req.threads,
-        tables=req.tables,
-        table_size=req.table_size,
         rand_seed=req.seed,
         server_settings=dict(req.sets),
         config_file=req.config,

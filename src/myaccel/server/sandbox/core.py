@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from myaccel import artifacts
 from myaccel.errors import MyaccelError, SandboxError
-from myaccel.paths import Below
+from myaccel.paths import Below, Via
 from myaccel.server.connection import ConnectParams, connect, query_rows
 from myaccel.server.flavor import parse_binary_version
 from myaccel.server.flavors import Flavor, ServerFlavor, adapter_for
@@ -77,6 +77,10 @@ class SandboxCore:
     error_log = Below("dir", "mysqld.err")
     pid_file = Below("dir", "mysqld.pid")
     snapshots_dir = Below("dir", "snapshots")
+    # what state.json says
+    port = Via[int]("state")
+    flavor = Via[Flavor]("state")
+    version = Via[str]("state")
 
     @property
     def datadir(self) -> Path:
@@ -87,20 +91,8 @@ class SandboxCore:
         return Path(self.state.socket)
 
     @property
-    def port(self) -> int:
-        return self.state.port
-
-    @property
-    def flavor(self) -> Flavor:
-        return self.state.flavor
-
-    @property
     def adapter(self) -> ServerFlavor:
         return adapter_for(self.state.flavor)
-
-    @property
-    def version(self) -> str:
-        return self.state.version
 
     @property
     def binary_path(self) -> Path:

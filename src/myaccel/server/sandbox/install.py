@@ -85,10 +85,8 @@ def parse_version_output(text: str) -> ServerVersion:
 def read_server_version(binary: Path) -> ServerVersion:
     done = proc.run([str(binary), "--version"], timeout_s=30.0)
     if not done.ok:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
         raise SandboxError(
-            f"'{binary} --version' failed with exit code {done.returncode}"
-            + (f": {tail[0]}" if tail else ""),
+            done.failure(f"{binary} --version"),
             hint="check that the binary runs on this machine (architecture, shared libraries)",
         )
     return parse_version_output(done.stdout or done.stderr)

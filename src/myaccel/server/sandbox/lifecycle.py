@@ -34,7 +34,9 @@ from myaccel.server.sandbox.layout import port_in_use
 from myaccel.server.sandbox.options import check_sets, parse_sets
 from myaccel.server.sandbox.state import (
     ADMIN_USER,
+    NO_OPTIONS,
     ActiveConfig,
+    ServerOptions,
     StartResult,
     StopResult,
     now_iso,
@@ -59,17 +61,27 @@ class SandboxLifecycle(SandboxCore):
             )
         return install
 
+    def _compatible_install(self, basedir: str | None) -> ServerInstall:
+        """The install to run (``_install_for``), checked against the sandbox's datadir."""
+        install = self._install_for(basedir)
+        check_compatible(
+            self.name,
+            self.state.flavor,
+            self.state.version,
+            install,
+            detect_datadir(self.datadir),
+        )
+        return install
+
     def start(
         self,
-        config: Path | str | None = None,
-        sets: Mapping[str, str] | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        options: ServerOptions = NO_OPTIONS,
         *,
-        basedir: Path | str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         progress: Progress | None = None,
         wrapper: Sequence[str] = (),
     ) -> StartResult:
-        """Start the server with the base config plus ``config`` and ``sets`` (None = base).
+        """Start the server with the base config plus ``options`` (none: the base config).
 
         ``wrapper`` is an argv prefix the server runs under, e.g. ``["valgrind",
         "--tool=callgrind"]`` (myaccel.profile.simulate); the wait for readiness is then at
@@ -78,7 +90,7 @@ class SandboxLifecycle(SandboxCore):
         Idempotent: a running server is left alone (``already_running``) unless another
         configuration or a wrapper is asked for, which is an error (use ``restart``, or
         ``stop`` first)."""
-        cfg, set_map, bdir = self._validate_request(config, sets, basedir)
+        cfg, set_map, bdir = self._validate_request(options)
         with self._locked():
             state, pid = self._probe()
             if state == "running" and pid is not None:
@@ -90,7 +102,7 @@ class SandboxLifecycle(SandboxCore):
                         hint=f"stop it first (`myaccel sandbox stop {self.name}`)",
                     )
                 wanted = (cfg, set_map, bdir)
-                if (config is not None or sets or basedir is not None) and wanted != (
+                if options.given and wanted != (
                     ac.config_file,
                     ac.sets,
                     ac.basedir,
@@ -118,11 +130,9 @@ class SandboxLifecycle(SandboxCore):
             )
 
     def _validate_request(
-        self,
-        config: Path | str | None,
-        sets: Mapping[str, str] | None,
-        basedir: Path | str | None,
+        self, options: ServerOptions
     ) -> tuple[str | None, dict[str, str], str | None]:
+        config, basedir = options.config, options.basedir
         cfg: str | None = None
         if config is not None:
             p = Path(config).expanduser().resolve()
@@ -137,7 +147,7 @@ class SandboxLifecycle(SandboxCore):
                     hint="pass a readable option file (my.cnf) with a [mysqld] section",
                 )
             cfg = str(p)
-        set_map = dict(sets or {})
+        set_map = dict(options.sets or {})
         for k, v in set_map.items():
             parse_sets([f"{k}={v}"])
         check_sets(set_map, self.dir)
@@ -166,14 +176,7 @@ class SandboxLifecycle(SandboxCore):
                 f"`myaccel sandbox destroy {self.name}` and init it again",
             )
         if install is None:
-            install = self._install_for(basedir)
-            check_compatible(
-                self.name,
-                self.state.flavor,
-                self.state.version,
-                install,
-                detect_datadir(self.datadir),
-            )
+            install = self._compatible_install(basedir)
         composed = self._compose(install, Path(config) if config else None, sets)
         state, old_pid = self._probe()
         cleaned: list[str] = []
@@ -329,38 +332,29 @@ class SandboxLifecycle(SandboxCore):
 
     def restart(
         self,
-        config: Path | str | None = None,
-        sets: Mapping[str, str] | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        options: ServerOptions = NO_OPTIONS,
         *,
-        basedir: Path | str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         reset: bool = False,
         progress: Progress | None = None,
     ) -> StartResult:
         """Stop and start. Keeps the active config, basedir and --set values unless new ones
         are given (each given one replaces its part); ``reset`` returns to the base config."""
         say = progress or noop
-        cfg, set_map, bdir = self._validate_request(config, sets, basedir)
+        cfg, set_map, bdir = self._validate_request(options)
         with self._locked():
             ac = self.state.active_config
             if not reset:
-                cfg = cfg if config is not None else ac.config_file
-                set_map = set_map if sets else dict(ac.sets)
-                bdir = bdir if basedir is not None else ac.basedir
+                cfg = cfg if options.config is not None else ac.config_file
+                set_map = set_map if options.sets else dict(ac.sets)
+                bdir = bdir if options.basedir is not None else ac.basedir
             if cfg is not None and not Path(cfg).is_file():
                 raise UsageError(
                     f"the active config file '{cfg}' no longer exists",
                     hint="pass --config FILE, or restart with --base-config to drop it",
                 )
             # Check the new server before stopping the running one.
-            install = self._install_for(bdir)
-            check_compatible(
-                self.name,
-                self.state.flavor,
-                self.state.version,
-                install,
-                detect_datadir(self.datadir),
-            )
+            install = self._compatible_install(bdir)
             stopped = self._stop_unlocked(timeout_s)
             say(stopped.message)
             return self._start_unlocked(

@@ -4,14 +4,16 @@ results."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from myaccel.artifacts import artifact
+from myaccel.model import Strict
 from myaccel.server.flavors import Flavor
 from myaccel.server.sandbox.options import Override
 
@@ -28,23 +30,46 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class ActiveConfig(BaseModel):
+@dataclass(frozen=True)
+class ServerOptions:
+    """What a start or restart asks the server to run with: an option file (``--config``)
+    and ``--set`` values on top of the base config, and the basedir of another install of
+    the same version. Left empty: the base config (``start``), what is active (``restart``)."""
+
+    config: Path | str | None = None
+    sets: Mapping[str, str] | None = None
+    basedir: Path | str | None = None
+
+    @property
+    def given(self) -> bool:
+        """Whether any option is asked for (an empty ``sets`` asks for nothing)."""
+        return self.config is not None or bool(self.sets) or self.basedir is not None
+
+
+NO_OPTIONS = ServerOptions()
+
+
+class ActiveConfig(Strict):
     """The configuration the server runs (or last ran) with; empty = the base config."""
 
-    model_config = ConfigDict(extra="forbid")
-
     config_file: str | None = None
-    sets: dict[str, str] = {}
+    sets: dict[str, str] = Field(default_factory=dict)
     basedir: str | None = None  # another build of the same version (A/B of builds)
     binary: str | None = None
     version: str | None = None  # version string of the binary that runs it
-    overridden: list[str] = []
+    overridden: list[str] = Field(default_factory=list)
     started_at: str | None = None
-    wrapper: list[str] = []  # argv prefix the server runs under (valgrind), [] = none
+    wrapper: list[str] = Field(
+        default_factory=list
+    )  # argv prefix the server runs under (valgrind), [] = none
 
     @property
     def is_base(self) -> bool:
         return self.config_file is None and not self.sets and self.basedir is None
+
+    def options(self) -> ServerOptions:
+        """The options that start the server this way again."""
+        return ServerOptions(self.config_file, self.sets, self.basedir)
 
     def describe(self) -> str:
         if self.is_base:
@@ -61,10 +86,8 @@ class ActiveConfig(BaseModel):
 
 
 @artifact(SANDBOX_SCHEMA)
-class SandboxState(BaseModel):
+class SandboxState(Strict):
     """``state.json``: everything needed to run the sandbox again."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: str = SANDBOX_SCHEMA
     name: str
@@ -157,11 +180,4 @@ class SnapshotInfo:
     active_config: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "path": self.path,
-            "size_bytes": self.size_bytes,
-            "created_at": self.created_at,
-            "version": self.version,
-            "active_config": self.active_config,
-        }
+        return asdict(self)
