@@ -111,7 +111,7 @@ class SandboxState(Strict):
     # --set (a clone's copy of its source server's configuration; myaccel.clone).
     base_config: str | None = None
     # An argv prefix of every start (a clone's fence: taskset, nice, ionice; myaccel.clone).
-    launch_prefix: list[str] = []
+    launch_prefix: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
