@@ -19,7 +19,7 @@ from myaccel.bench.compare import Comparison, compare_paths, format_markdown
 from myaccel.bench.dataset import DATASET_KINDS
 from myaccel.bench.session import check_results_dir
 from myaccel.cli import ranges
-from myaccel.cli.bench import SweepFlags, check_pin_client
+from myaccel.cli.bench import SweepFlags, check_pin_client, sweep_profile, workload_file_option
 from myaccel.cli.common import command_line, options_into
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
@@ -127,6 +127,7 @@ class AbOptions(SweepFlags):
     help="Create the sandbox given by --sandbox if it does not exist (never done silently).",
 )
 @click.option("--candidate-label", default="candidate", hidden=True)
+@workload_file_option
 @options_into(AbOptions)
 def ab(opts: AbOptions) -> None:
     """Compare two configurations (or builds) on a sandbox with interleaved runs.
@@ -136,11 +137,10 @@ def ab(opts: AbOptions) -> None:
     after each restart. The verdict per cell comes with a 95% CI and a Holm-corrected p.
     """
     from myaccel import proc
-    from myaccel.bench.profiles import build_profile
 
     t0 = time.monotonic()
     with terminate_as_interrupt():
-        prof = build_profile(opts.profile_options())
+        prof, workload = sweep_profile(opts)
         pin = check_pin_client(opts.pin_client)
         out = Path(opts.out_dir) if opts.out_dir else None
         check_results_dir(out, kind="ab", prof=prof)
@@ -169,6 +169,7 @@ def ab(opts: AbOptions) -> None:
                 cleanup=opts.cleanup,
                 out_dir=out,
                 candidate_label=opts.candidate_label,
+                workload=workload,
             ),
             TerminalProgress(),
         )
