@@ -17,10 +17,11 @@ from myaccel.capture.fidelity import Fidelity, compare
 from myaccel.capture.session import CaptureRequest, Note, capture
 from myaccel.errors import MyaccelError
 
-# sysbench's start (a quietness sample, the server's variables, its threads' connections)
-# before the capture's baseline may begin
+# sysbench's start (a quietness sample, the server's variables, its threads' connections,
+# its first interval report) before the capture's baseline may begin
 START_TIMEOUT_S = 60.0
-SETTLE_S = 1.0
+# after the capture's window: its last poll and switching back
+TAIL_S = 2
 
 
 class _Progress:
@@ -34,10 +35,10 @@ class _Progress:
         self._note(f"replay: {msg}")
 
     def run_started(self, label: str, total_s: float) -> None:
-        self.started.set()
+        return None
 
     def run_report(self, report: dict[str, Any]) -> None:
-        return None
+        self.started.set()  # sysbench's first interval: its threads are running
 
     def run_finished(self, record: RunRecord) -> None:
         return None
@@ -61,7 +62,7 @@ def check_replay(
     """Replay ``original`` on ``req.target`` for the capture's whole span and capture it;
     ``paced``: at the captured statements per second (else as fast as the server answers
     at the captured concurrency)."""
-    span = int(req.baseline_s + req.duration_s + 6)
+    span = int(req.baseline_s + req.duration_s + TAIL_S) + 1
     prof = build_profile(ProfileOptions(name="quick", duration_s=span, warmup_s=0, runs_per_arm=1))
     rate = captured_rate(original) if paced else None
     script = write_replay_script(original)
@@ -95,7 +96,6 @@ def check_replay(
     progress.started.wait(START_TIMEOUT_S)
     if "error" in outcome:
         raise outcome["error"]
-    worker.join(SETTLE_S)
     replayed = capture(replace(req, redact=False), note)
     worker.join(span + 120)
     if "error" in outcome:
