@@ -124,8 +124,11 @@ class GeneralLogSource:
         if not self.path.is_file():
             self.notes.append(f"the server wrote no general log at {self.path}")
             return []
-        with self.path.open(encoding="utf-8", errors="replace") as fh:
-            return parse_general_log(fh, self.ours.connection_ids, self.schemas)
+        # the log stays on while it is read: read what the window wrote, no more
+        with self.path.open("rb") as fh:
+            data = fh.read(self.path.stat().st_size)
+        lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+        return parse_general_log(lines, self.ours.connection_ids, self.schemas)
 
     def cleanup(self) -> None:
         with contextlib.suppress(OSError):

@@ -143,10 +143,9 @@ def _run_window(req: CaptureRequest, src: CaptureSource, ours: Ours, conn: Conn)
         samples.append(max(0, _status(ours, conn, "Threads_running") - 1))
         src.poll(conn)
         time.sleep(max(0.0, min(req.sample_interval_s, end - time.monotonic())))
-    events = src.finish(conn)
-    seconds = time.monotonic() - t0
-    q1 = _status(ours, conn, "Questions")
-    return _Window(events, samples, seconds, q1 - q0, ours.statements - n0)
+    seconds = time.monotonic() - t0  # the window ends here, not after the source's reading
+    q1, n1 = _status(ours, conn, "Questions"), ours.statements
+    return _Window(src.finish(conn), samples, seconds, q1 - q0, n1 - n0)
 
 
 def capture(req: CaptureRequest, note: Note) -> Workload:
@@ -158,56 +157,66 @@ def capture(req: CaptureRequest, note: Note) -> Workload:
     try:
         v = _variables(ours, conn)
         src = choose_source(req, ours, conn, v)
-        before = None
-        if req.baseline_s > 0:
-            note(f"measuring the server's throughput for {req.baseline_s:.0f} s before capturing")
-            q0, n0, t0 = _status(ours, conn, "Questions"), ours.statements, time.monotonic()
-            time.sleep(req.baseline_s)
-            q1 = _status(ours, conn, "Questions")
-            before = _qps(q1 - q0, ours.statements - n0, time.monotonic() - t0)
-        settings = [(setting_for(t, connect=ours.connect), val) for t, val in src.switches()]
-        res = apply_changes(settings, req.journal_dir, server=req.journal_server, keep_open=True)
-        journal = Path(res.journal_path) if res.journal_path else None
-        changed = [c.target for c in res.changes]
-        if journal is not None:
-            note(f"switched on {', '.join(changed)} (journal {journal})")
-        note(f"capturing for {req.duration_s:g} s from {src.name.replace('_', ' ')}")
         try:
-            win = _run_window(req, src, ours, conn)
+            workload = _capture_with(req, src, ours, conn, v, note)
         finally:
-            if journal is not None:
-                _switch_back(journal, ours, note)
             src.cleanup()
-        classes, traces, truncated = build_classes(win.events)
-        during = _qps(win.questions, win.ours_statements, win.seconds)
-        names = sorted({c.schema_name for c in classes if c.schema_name})
-        sv = parse_server_version(v["version"], v["comment"])
-        workload = Workload(
-            created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            myaccel_version=__version__,
-            server={
-                "version_string": v["version"],
-                "flavor": sv.flavor if sv else None,
-                "version": sv.text if sv else None,
-                "host": v["hostname"],
-            },
-            source=src.name,
-            window_s=round(win.seconds, 3),
-            statements_total=len(win.events),
-            statements_per_s=round(len(win.events) / win.seconds, 2) if win.seconds else 0.0,
-            classes=classes,
-            connections=traces,
-            connections_truncated=truncated,
-            concurrency=_concurrency(win.events, win.samples, req.sample_interval_s),
-            schemas=_schemas(ours, conn, names),
-            overhead=_overhead(before, during, req.baseline_s),
-            settings_changed=changed,
-            journal=str(journal) if journal else None,
-            notes=list(src.notes),
-        )
     finally:
         conn.close()
     return redact_workload(workload) if req.redact else workload
+
+
+def _capture_with(
+    req: CaptureRequest, src: CaptureSource, ours: Ours, conn: Conn, v: dict[str, str], note: Note
+) -> Workload:
+    """The baseline, the switches, the window and switching back, then the workload."""
+    before = None
+    if req.baseline_s > 0:
+        note(f"measuring the server's throughput for {req.baseline_s:.0f} s before capturing")
+        q0, n0, t0 = _status(ours, conn, "Questions"), ours.statements, time.monotonic()
+        time.sleep(req.baseline_s)
+        q1 = _status(ours, conn, "Questions")
+        before = _qps(q1 - q0, ours.statements - n0, time.monotonic() - t0)
+    settings = [(setting_for(t, connect=ours.connect), val) for t, val in src.switches()]
+    res = apply_changes(settings, req.journal_dir, server=req.journal_server, keep_open=True)
+    journal = Path(res.journal_path) if res.journal_path else None
+    changed = [c.target for c in res.changes]
+    if journal is not None:
+        note(f"switched on {', '.join(changed)} (journal {journal})")
+    note(f"capturing for {req.duration_s:g} s from {src.name.replace('_', ' ')}")
+    try:
+        win = _run_window(req, src, ours, conn)
+    finally:
+        if journal is not None:
+            _switch_back(journal, ours, note)
+    classes, traces, truncated = build_classes(win.events)
+    during = _qps(win.questions, win.ours_statements, win.seconds)
+    names = sorted({c.schema_name for c in classes if c.schema_name})
+    sv = parse_server_version(v["version"], v["comment"])
+    workload = Workload(
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        myaccel_version=__version__,
+        server={
+            "version_string": v["version"],
+            "flavor": sv.flavor if sv else None,
+            "version": sv.text if sv else None,
+            "host": v["hostname"],
+        },
+        source=src.name,
+        window_s=round(win.seconds, 3),
+        statements_total=len(win.events),
+        statements_per_s=round(len(win.events) / win.seconds, 2) if win.seconds else 0.0,
+        classes=classes,
+        connections=traces,
+        connections_truncated=truncated,
+        concurrency=_concurrency(win.events, win.samples, req.sample_interval_s),
+        schemas=_schemas(ours, conn, names),
+        overhead=_overhead(before, during, req.baseline_s),
+        settings_changed=changed,
+        journal=str(journal) if journal else None,
+        notes=list(src.notes),
+    )
+    return workload
 
 
 def _switch_back(journal: Path, ours: Ours, note: Note) -> None:
