@@ -28,6 +28,7 @@ from myaccel.capture import demo
 from myaccel.capture.check import check_replay
 from myaccel.capture.fidelity import format_fidelity
 from myaccel.capture.session import CaptureRequest, capture
+from myaccel.cli.capture import format_workload
 from myaccel.server.sandbox import Sandbox
 
 
@@ -54,12 +55,13 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path) -> None:
         t0 = time.monotonic()
         w = _capture(a, args.duration, args.threads)
         save(out / f"{flavor}-captured.json", w)
+        print(format_workload(w))
         o = w.overhead
         print(f"\n## {flavor}: captured {w.statements_total:,} statements from {w.source}")
         if o is not None:
             print(
-                f"capture cost: {o.qps_before} statements/s before, {o.qps_during} during "
-                f"({o.overhead_pct}% fewer)"
+                f"capture cost: {o.qps_before} statements/s before, {o.qps_during} during, "
+                f"{o.qps_after} after ({o.overhead_pct}% fewer than around it)"
             )
         modes = [False, True] if args.paced else [False]
         for paced in modes:

@@ -88,12 +88,13 @@ class SchemaInfo(_Model):
 
 class Overhead(_Model):
     """Statements per second the server counted (``Questions``, ours excluded) before the
-    capture switched anything on and while it ran."""
+    capture switched anything on, while it ran, and after it switched everything back."""
 
     baseline_s: float
     qps_before: float | None
     qps_during: float | None
-    overhead_pct: float | None  # (before - during) / before; noise is several points
+    qps_after: float | None = None
+    overhead_pct: float | None  # during against the mean of before and after
 
 
 @artifact(WORKLOAD_SCHEMA)

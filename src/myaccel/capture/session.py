@@ -85,14 +85,27 @@ def _qps(questions: int, ours_statements: int, seconds: float) -> float | None:
     return max(0, questions - ours_statements) / seconds if seconds > 0 else None
 
 
-def _overhead(before: float | None, during: float | None, baseline_s: float) -> Overhead:
-    pct = None
-    if before and during is not None:
-        pct = round(100 * (before - during) / before, 2)
+def _measure_qps(ours: Ours, conn: Conn, seconds: float) -> float | None:
+    """The server's statements per second (``Questions``, ours excluded) over ``seconds``."""
+    q0, n0, t0 = _status(ours, conn, "Questions"), ours.statements, time.monotonic()
+    time.sleep(seconds)
+    q1 = _status(ours, conn, "Questions")
+    return _qps(q1 - q0, ours.statements - n0, time.monotonic() - t0)
+
+
+def _overhead(
+    before: float | None, during: float | None, after: float | None, baseline_s: float
+) -> Overhead:
+    """The capture's cost: the window's rate against the mean of the rates before and
+    after it (which cancels a load that drifts through the three)."""
+    around = [x for x in (before, after) if x is not None]
+    ref = sum(around) / len(around) if around else None
+    pct = round(100 * (ref - during) / ref, 2) if ref and during is not None else None
     return Overhead(
         baseline_s=round(baseline_s, 2),
         qps_before=None if before is None else round(before, 1),
         qps_during=None if during is None else round(during, 1),
+        qps_after=None if after is None else round(after, 1),
         overhead_pct=pct,
     )
 
@@ -172,11 +185,8 @@ def _capture_with(
     """The baseline, the switches, the window and switching back, then the workload."""
     before = None
     if req.baseline_s > 0:
-        note(f"measuring the server's throughput for {req.baseline_s:.0f} s before capturing")
-        q0, n0, t0 = _status(ours, conn, "Questions"), ours.statements, time.monotonic()
-        time.sleep(req.baseline_s)
-        q1 = _status(ours, conn, "Questions")
-        before = _qps(q1 - q0, ours.statements - n0, time.monotonic() - t0)
+        note(f"measuring the server's throughput for {req.baseline_s:g} s before capturing")
+        before = _measure_qps(ours, conn, req.baseline_s)
     settings = [(setting_for(t, connect=ours.connect), val) for t, val in src.switches()]
     res = apply_changes(settings, req.journal_dir, server=req.journal_server, keep_open=True)
     journal = Path(res.journal_path) if res.journal_path else None
@@ -189,6 +199,7 @@ def _capture_with(
     finally:
         if journal is not None:
             _switch_back(journal, ours, note)
+    after = _measure_qps(ours, conn, req.baseline_s) if req.baseline_s > 0 else None
     classes, traces, truncated = build_classes(win.events)
     during = _qps(win.questions, win.ours_statements, win.seconds)
     names = sorted({c.schema_name for c in classes if c.schema_name})
@@ -211,7 +222,7 @@ def _capture_with(
         connections_truncated=truncated,
         concurrency=_concurrency(win.events, win.samples, req.sample_interval_s),
         schemas=_schemas(ours, conn, names),
-        overhead=_overhead(before, during, req.baseline_s),
+        overhead=_overhead(before, during, after, req.baseline_s),
         settings_changed=changed,
         journal=str(journal) if journal else None,
         notes=list(src.notes),

@@ -151,9 +151,11 @@ def format_workload(w: Workload, top: int = 12) -> str:
     o = w.overhead
     if o is not None and o.qps_before is not None:
         cost = "-" if o.overhead_pct is None else f"{o.overhead_pct:+.1f}%"
+        after = "" if o.qps_after is None else f", {o.qps_after:,.1f} after"
         lines.append(
             f"capture cost: {o.qps_before:,.1f} statements/s before, {o.qps_during or 0:,.1f} "
-            f"during ({cost} fewer; the server's Questions counter, ours excluded)"
+            f"during{after} ({cost} fewer than around it; the server's Questions counter, "
+            "ours excluded)"
         )
     if w.settings_changed:
         lines.append(f"switched on and back: {', '.join(w.settings_changed)}")
