@@ -54,7 +54,7 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path) -> None:
         a, b = made
         t0 = time.monotonic()
         w = _capture(a, args.duration, args.threads)
-        save(out / f"{flavor}-captured.json", w)
+        save(out / f"{flavor}-captured.json", w, private=True)
         print(format_workload(w))
         o = w.overhead
         print(f"\n## {flavor}: captured {w.statements_total:,} statements from {w.source}")
@@ -67,7 +67,8 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path) -> None:
         for paced in modes:
             req = CaptureRequest(target=b.connect_params(), duration_s=args.duration, baseline_s=0)
             res = check_replay(w, req, _note, paced=paced)
-            save(out / f"{flavor}-replayed{'-paced' if paced else ''}.json", res.replayed)
+            name = f"{flavor}-replayed{'-paced' if paced else ''}.json"
+            save(out / name, res.replayed, private=True)
             print(f"\n### replay {'paced at the captured rate' if paced else 'closed loop'}\n")
             print(format_fidelity(res.fidelity))
         print(f"\n({flavor}: {time.monotonic() - t0:.0f} s)")
