@@ -434,6 +434,23 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("diagnose-missing", ["diagnose", "/nonexistent.json"], USAGE, ""),
     ("diagnose-notjson", ["diagnose", "{in_}/notjson.json"], USAGE, ""),
     ("diagnose-other-schema", ["diagnose", "{in_}/plan.json"], USAGE, "schema"),
+    # --- capture, and the replay of a workload file
+    ("capture-duration-zero", ["capture", "--duration", "0"], USAGE, "--duration"),
+    ("capture-check-missing", ["capture", "--check", "/nonexistent.json"], USAGE, "--check"),
+    ("capture-sandbox-missing", ["capture", "--sandbox", "nosuch"], SANDBOX, "nosuch"),
+    ("capture-source-bad", ["capture", "--source", "slowlog"], USAGE, "--source"),
+    (
+        "bench-workload-file-missing",
+        ["bench", "--workload-file", "/nonexistent.json"],
+        USAGE,
+        "workload",
+    ),
+    (
+        "ab-workload-file-notjson",
+        ["ab", "--workload-file", "{in_}/notjson.json"],
+        USAGE,
+        "",
+    ),
     # --- build and verify-build
     ("build-no-source", ["build"], USAGE, "--source"),
     ("build-source-missing", ["build", "--source", "/nonexistent"], USAGE, ""),

@@ -25,6 +25,7 @@ from myaccel.bench.campaign import BenchContext, measure_run, server_info
 from myaccel.bench.compare import Comparison, compare_runs
 from myaccel.bench.dataset import ensure_dataset
 from myaccel.bench.profiles import WRITE_WORKLOADS, Profile
+from myaccel.bench.replay import check_schemas
 from myaccel.bench.run_record import RunRecord
 from myaccel.bench.runner import RunSpec, connection_args, preflight, run_sysbench
 from myaccel.bench.session import (
@@ -35,8 +36,10 @@ from myaccel.bench.session import (
     cell_spec,
     finish_campaign,
     open_campaign,
+    replay_ignore_errors,
     require_valid_runs,
 )
+from myaccel.bench.workload import Workload
 from myaccel.errors import Interrupted, UsageError
 from myaccel.server.sandbox import Sandbox, ServerOptions, parse_sets
 from myaccel.server.sandbox.layout import validate_name
@@ -135,6 +138,8 @@ class AbPlan:
     ps_mode: str = "auto"
     client_cpus: str | None = None
     on_event: Callable[[str], None] | None = None
+    prewarm: bool = True  # sysbench's prewarm of the sbtest dataset after each restart
+    ignore_errors: str | None = None
 
     def event(self, msg: str) -> None:
         if self.on_event:
@@ -162,6 +167,7 @@ def run_campaign(
                 seed=plan.seed_base + rnd,  # paired: both arms of a round share the seed
                 ps_mode=plan.ps_mode,
                 client_cpus=plan.client_cpus,
+                ignore_errors=plan.ignore_errors,
             )
             writes = w in WRITE_WORKLOADS or w.endswith(".lua")
             if writes or current != arm.key():
@@ -171,7 +177,8 @@ def run_campaign(
                 sb.start(arm.options())
                 current = arm.key()
                 ctx.server_pid = sb.pid
-                prewarm(sb, prof)
+                if plan.prewarm:
+                    prewarm(sb, prof)
             n += 1
             if before_run:
                 before_run(n, total, spec, arm_name)
@@ -249,6 +256,7 @@ class AbRequest:
     harness: HarnessOptions = DEFAULT_HARNESS
     out_dir: Path | None = None
     candidate_label: str = "candidate"
+    workload: Workload | None = None  # a captured workload the profile replays
 
     @property
     def arms(self) -> dict[str, Arm]:
@@ -325,12 +333,17 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
     b = req.baseline
     sb.start(b.options(), progress=note)
     admin, bench_p = sb.connect_params(), sb.bench_params(tcp=False)
+    if req.workload is not None:
+        bench_p = admin  # the benchmark user has rights on sbtest only
     sinfo, _ = server_info(admin)
     h = req.harness
     prof = h.sized(req.profile, sinfo)
     biggest = cell_spec(prof, prof.workloads[0], max(prof.threads))
     preflight(admin, replace(biggest, duration_s=1, warmup_s=0, ps_mode=h.ps_mode))
-    ensure_dataset(admin, bench_p, prof, cleanup=h.cleanup, note=note)
+    if req.workload is not None:
+        check_schemas(admin, req.workload)
+    else:
+        ensure_dataset(admin, bench_p, prof, cleanup=h.cleanup, note=note)
     sb.stop()
     if any(s.name == SNAPSHOT for s in sb.snapshot_list()):
         sb.snapshot_delete(SNAPSHOT)
@@ -353,6 +366,8 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
         ps_mode=h.ps_mode,
         client_cpus=h.pin_client,
         on_event=note,
+        prewarm=req.workload is None,
+        ignore_errors=replay_ignore_errors(None, req.workload),
     )
 
     def before(n: int, total: int, spec: RunSpec, arm: str) -> None:

@@ -24,8 +24,10 @@ from myaccel.bench.campaign import (
 )
 from myaccel.bench.dataset import ensure_dataset, size_dataset
 from myaccel.bench.profiles import Profile
+from myaccel.bench.replay import check_schemas
 from myaccel.bench.run_record import CampaignIndex, RunRecord, config_digest, private_dir
 from myaccel.bench.runner import RunSpec, preflight
+from myaccel.bench.workload import Workload
 from myaccel.errors import MyaccelError, NoValidRuns, UsageError
 from myaccel.paths import myaccel_home
 from myaccel.server.connection import ConnectParams
@@ -59,6 +61,7 @@ def cell_spec(prof: Profile, workload: str, threads: int) -> RunSpec:
         table_size=prof.table_size,
         report_interval_s=prof.report_interval_s,
         rand_type=prof.rand_type,
+        extra=tuple(f"--{k}={v}" for k, v in sorted(prof.extra.items())),
     )
 
 
@@ -237,6 +240,12 @@ def require_valid_runs(records: list[RunRecord], out: Path, *, what: str = "run"
     )
 
 
+def replay_ignore_errors(given: str | None, workload: Workload | None) -> str | None:
+    """A replay ignores every error by default (captured writes can collide: a duplicate
+    key, a lock wait); the runs count them and warn above 1%."""
+    return given if given is not None or workload is None else "all"
+
+
 @dataclass(frozen=True)
 class HarnessOptions:
     """How ``bench`` and ``ab`` make their runs: the dataset sized from the buffer pool
@@ -272,6 +281,9 @@ class BenchRequest:
     seed: int | None = None  # None: 1000 + the repetition
     out_dir: Path | None = None
     prepare_only: bool = False
+    # a captured workload the profile replays (``bench.replay``): its schemas are checked
+    # instead of a sysbench dataset prepared
+    workload: Workload | None = None
 
 
 @dataclass(frozen=True)
@@ -299,14 +311,17 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
         replace(
             cell_spec(prof, w, t),
             ps_mode=h.ps_mode,
-            ignore_errors=req.ignore_errors,
+            ignore_errors=replay_ignore_errors(req.ignore_errors, req.workload),
             client_cpus=h.pin_client,
             percentile=req.percentile,
         )
         for w, t in prof.cells
     ]
     preflight(req.admin, max(specs, key=lambda s: s.threads))
-    ensure_dataset(req.admin, req.bench, prof, cleanup=h.cleanup, note=progress.note)
+    if req.workload is not None:
+        check_schemas(req.admin, req.workload)
+    else:
+        ensure_dataset(req.admin, req.bench, prof, cleanup=h.cleanup, note=progress.note)
     if req.prepare_only:
         return None
     setup = CampaignSetup(

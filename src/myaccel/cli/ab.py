@@ -17,7 +17,7 @@ from myaccel.artifacts import save
 from myaccel.bench import ab as ab_domain
 from myaccel.bench.compare import Comparison, compare_paths, format_markdown
 from myaccel.bench.session import check_results_dir
-from myaccel.cli.bench import SweepFlags, sweep_options
+from myaccel.cli.bench import SweepFlags, sweep_options, sweep_profile
 from myaccel.cli.common import command_line, options_into
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
@@ -112,11 +112,10 @@ def ab(opts: AbOptions) -> None:
     after each restart. The verdict per cell comes with a 95% CI and a Holm-corrected p.
     """
     from myaccel import proc
-    from myaccel.bench.profiles import build_profile
 
     t0 = time.monotonic()
     with terminate_as_interrupt():
-        prof = build_profile(opts.profile_options())
+        prof, workload = sweep_profile(opts)
         harness = opts.harness_options()
         out = Path(opts.out_dir) if opts.out_dir else None
         check_results_dir(out, kind="ab", prof=prof)
@@ -142,6 +141,7 @@ def ab(opts: AbOptions) -> None:
                 harness=harness,
                 out_dir=out,
                 candidate_label=opts.candidate_label,
+                workload=workload,
             ),
             TerminalProgress(),
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from myaccel.bench.dataset import DATASET_KINDS
-from myaccel.bench.profiles import ProfileOptions
+from myaccel.bench.profiles import Profile, ProfileOptions
 from myaccel.bench.run_record import RunRecord
 from myaccel.bench.session import (
     BenchRequest,
@@ -20,6 +20,7 @@ from myaccel.bench.session import (
     require_valid_runs,
     run_bench,
 )
+from myaccel.bench.workload import Workload
 from myaccel.cli import ranges
 from myaccel.cli.common import (
     F,
@@ -127,6 +128,7 @@ class SweepFlags(ProfileFlags):
     pin_client: str | None = None
     out_dir: str | None = None
     cleanup: bool = False
+    workload_file: str | None = None
 
     def harness_options(self) -> HarnessOptions:
         """``--dataset``, ``--ps-mode``, ``--pin-client`` (checked here) and ``--cleanup``."""
@@ -148,6 +150,34 @@ class SweepFlags(ProfileFlags):
             report_interval_s=self.report_interval,
             scale=self.scale,
         )
+
+
+workload_file_option = click.option(
+    "--workload-file",
+    type=click.Path(dir_okay=False),
+    metavar="W.json",
+    help="Replay a workload written by `myaccel capture` (its statement mix, at its "
+    "concurrency unless --threads) on a server holding the same schemas.",
+)
+
+
+def sweep_profile(flags: SweepFlags) -> tuple[Profile, Workload | None]:
+    """The profile of ``flags``; with ``--workload-file``, the replay of that workload."""
+    from myaccel.bench.profiles import build_profile
+    from myaccel.bench.replay import replay_profile, write_replay_script
+    from myaccel.bench.workload import load_replayable
+
+    prof = build_profile(flags.profile_options())
+    if flags.workload_file is None:
+        return prof, None
+    if flags.workload:
+        raise UsageError(
+            "--workload-file replays a captured workload: it cannot be combined with --workload",
+            hint="drop --workload (or --workload-file)",
+        )
+    w = load_replayable(Path(flags.workload_file))
+    script = write_replay_script(w)
+    return replay_profile(prof, w, script, threads_given=flags.threads is not None), w
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,6 +266,7 @@ def sweep_options(f: F) -> F:
             is_flag=True,
             help="Drop an existing dataset of another size and prepare anew.",
         ),
+        workload_file_option,
     ]
     for o in reversed(opts):
         f = o(f)
@@ -260,11 +291,11 @@ def sweep_options(f: F) -> F:
 @options_into(BenchOptions)
 def bench(opts: BenchOptions) -> None:
     """Run sysbench workloads and record one JSON document per run."""
-    from myaccel.bench.profiles import build_profile
-
-    prof = build_profile(opts.profile_options())
+    prof, workload = sweep_profile(opts)
     harness = opts.harness_options()
     bench_p, admin_p, pid = targets(opts.conn)
+    if workload is not None and opts.conn.sandbox is not None:
+        bench_p = admin_p  # a sandbox's benchmark user has rights on sbtest only
     result = run_bench(
         BenchRequest(
             bench=bench_p,
@@ -278,6 +309,7 @@ def bench(opts: BenchOptions) -> None:
             seed=opts.seed,
             out_dir=Path(opts.out_dir) if opts.out_dir else None,
             prepare_only=opts.prepare_only,
+            workload=workload,
         ),
         TerminalProgress(),
     )

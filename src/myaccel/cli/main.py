@@ -36,6 +36,7 @@ COMMANDS = {
     "profile": "myaccel.cli.profile:profile",
     "diagnose": "myaccel.cli.profile:diagnose",
     "clone": "myaccel.cli.clone:clone",
+    "capture": "myaccel.cli.capture:capture",
 }
 
 

@@ -18,6 +18,7 @@ from myaccel.actions.settings.kernel import (
 )
 from myaccel.actions.settings.mycnf import CONF_DIR_CANDIDATES, OptionFileSetting, find_conf_dir
 from myaccel.actions.settings.mysql import ServerVariableSetting, check_variable_name
+from myaccel.actions.settings.pfs import ConsumerSetting, check_consumer_name
 from myaccel.actions.settings.systemd import (
     SERVER_UNITS,
     SystemdDropInSetting,
@@ -26,7 +27,7 @@ from myaccel.actions.settings.systemd import (
 from myaccel.actions.settings.whole_file import FileSetting
 from myaccel.errors import UsageError
 
-SCHEMES = ("sysctl", "sysfs", "debugfs", "file", "mycnf", "mysql", "systemd")
+SCHEMES = ("sysctl", "sysfs", "debugfs", "file", "mycnf", "mysql", "systemd", "pfs-consumer")
 ADVISORY_SCHEMES = ("advice", "build", "irq", "hardware", "bios")
 
 
@@ -94,6 +95,10 @@ def setting_for(
                 hint="pass --host/--socket/--user, or --sandbox NAME",
             )
         return ServerVariableSetting(rest, connect=connect, persist=persist_server_variables)
+    if scheme == "pfs-consumer":
+        if connect is None:
+            raise UsageError(f"{target} needs a server connection", hint="pass --sandbox NAME")
+        return ConsumerSetting(check_consumer_name(rest), connect=connect)
     if scheme == "systemd":
         unit, key = _split_two(target, rest, "systemd:mariadb.service/NUMAPolicy")
         if unit == "server":
@@ -144,6 +149,7 @@ _KINDS: dict[str, type[Setting]] = {
     "mycnf": OptionFileSetting,
     "mysql": ServerVariableSetting,
     "systemd": SystemdDropInSetting,
+    "pfs-consumer": ConsumerSetting,
 }
 
 
@@ -192,6 +198,8 @@ def setting_from_spec(
             hint="pass the same connection options as for apply (--host/--socket/--user or "
             "--sandbox NAME)",
         )
+    if kind == "pfs-consumer":
+        return ConsumerSetting(str(spec["name"]), connect=connect)
     return ServerVariableSetting(
         str(spec["name"]), connect=connect, persist=bool(spec.get("persist"))
     )

@@ -1,0 +1,241 @@
+"""``myaccel capture`` as one function: the server's throughput before, the source's
+switches journaled and turned on, a bounded window sampled (statements, Threads_running),
+everything switched back (also on errors and Ctrl-C; ``myaccel rollback`` after a crash),
+and the workload assembled."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from myaccel import __version__
+from myaccel.actions import apply_changes, rollback
+from myaccel.actions.settings import setting_for
+from myaccel.bench.workload import Concurrency, Overhead, SchemaInfo, Workload
+from myaccel.capture.assemble import Event, build_classes, percentile
+from myaccel.capture.general_log import GeneralLogSource
+from myaccel.capture.pfs import PerformanceSchemaSource
+from myaccel.capture.redaction import redact_workload
+from myaccel.capture.source import CaptureSource, Conn, Ours
+from myaccel.errors import MyaccelError, UsageError
+from myaccel.server.connection import ConnectParams
+from myaccel.server.flavor import parse_server_version
+
+Note = Callable[[str], None]
+SourceChoice = Literal["auto", "performance_schema", "general_log"]
+
+
+@dataclass(frozen=True)
+class CaptureRequest:
+    target: ConnectParams  # a user allowed SET GLOBAL / UPDATE performance_schema
+    duration_s: float
+    redact: bool = False
+    source: SourceChoice = "auto"
+    baseline_s: float = 3.0  # throughput measured before anything is switched on
+    sample_interval_s: float = 0.25
+    journal_server: dict[str, Any] | None = None  # ServerHandle.describe(), for rollback
+    journal_dir: Path | None = None
+
+
+def _status(ours: Ours, conn: Conn, name: str) -> int:
+    rows = ours.query(conn, "SHOW GLOBAL STATUS LIKE %s", name)
+    return int(rows[0][1]) if rows else 0
+
+
+def _variables(ours: Ours, conn: Conn) -> dict[str, str]:
+    rows = ours.query(
+        conn,
+        "SELECT VERSION(), @@version_comment, @@hostname, @@performance_schema, @@log_output",
+    )
+    keys = ("version", "comment", "hostname", "performance_schema", "log_output")
+    return {k: "" if v is None else str(v) for k, v in zip(keys, rows[0], strict=True)}
+
+
+def _history_size(ours: Ours, conn: Conn) -> int:
+    rows = ours.query(conn, "SELECT @@performance_schema_events_statements_history_long_size")
+    return int(rows[0][0] or 0)
+
+
+def choose_source(req: CaptureRequest, ours: Ours, conn: Conn, v: dict[str, str]) -> CaptureSource:
+    """performance_schema when it is on (or asked for), else the general log."""
+    pfs_on = v["performance_schema"] in ("1", "ON")
+    want = req.source
+    if want == "performance_schema" and not pfs_on:
+        raise UsageError(
+            "performance_schema is off on this server",
+            hint="switch it on in the option file (needs a restart), or capture with "
+            "--source general_log",
+        )
+    if want == "performance_schema" or (want == "auto" and pfs_on):
+        return PerformanceSchemaSource(ours, _history_size(ours, conn))
+    if v["hostname"] != socket.gethostname():
+        raise UsageError(
+            f"the general log is written on the server's host ({v['hostname']}), not here",
+            hint="run myaccel capture on the server's host, or switch performance_schema on",
+        )
+    return GeneralLogSource(ours, v["log_output"])
+
+
+def _qps(questions: int, ours_statements: int, seconds: float) -> float | None:
+    return max(0, questions - ours_statements) / seconds if seconds > 0 else None
+
+
+def _measure_qps(ours: Ours, conn: Conn, seconds: float) -> float | None:
+    """The server's statements per second (``Questions``, ours excluded) over ``seconds``."""
+    q0, n0, t0 = _status(ours, conn, "Questions"), ours.statements, time.monotonic()
+    time.sleep(seconds)
+    q1 = _status(ours, conn, "Questions")
+    return _qps(q1 - q0, ours.statements - n0, time.monotonic() - t0)
+
+
+def _overhead(
+    before: float | None, during: float | None, after: float | None, baseline_s: float
+) -> Overhead:
+    """The capture's cost: the window's rate against the mean of the rates before and
+    after it (which cancels a load that drifts through the three)."""
+    around = [x for x in (before, after) if x is not None]
+    ref = sum(around) / len(around) if around else None
+    pct = round(100 * (ref - during) / ref, 2) if ref and during is not None else None
+    return Overhead(
+        baseline_s=round(baseline_s, 2),
+        qps_before=None if before is None else round(before, 1),
+        qps_during=None if during is None else round(during, 1),
+        qps_after=None if after is None else round(after, 1),
+        overhead_pct=pct,
+    )
+
+
+def _schemas(ours: Ours, conn: Conn, names: list[str]) -> list[SchemaInfo]:
+    out = []
+    for name in names:
+        rows = ours.query(
+            conn,
+            "SELECT table_name FROM information_schema.TABLES WHERE table_schema = %s "
+            "ORDER BY table_name",
+            name,
+        )
+        out.append(SchemaInfo(name=name, tables=[str(r[0]) for r in rows]))
+    return out
+
+
+def _concurrency(events: list[Event], samples: list[int], interval: float) -> Concurrency:
+    """The client connections that ran statements in the window (the replay's threads)
+    and the Threads_running samples."""
+    s = sorted(samples)
+    return Concurrency(
+        connections=len({e.conn_id for e in events}),
+        sample_interval_s=interval,
+        threads_running=samples,
+        threads_running_mean=round(sum(s) / len(s), 2) if s else None,
+        threads_running_p95=percentile(s, 95) if s else None,
+    )
+
+
+@dataclass
+class _Window:
+    events: list[Event]
+    samples: list[int]
+    seconds: float
+    questions: int
+    ours_statements: int
+
+
+def _run_window(req: CaptureRequest, src: CaptureSource, ours: Ours, conn: Conn) -> _Window:
+    q0, n0 = _status(ours, conn, "Questions"), ours.statements
+    t0 = time.monotonic()
+    src.begin(conn)
+    samples: list[int] = []
+    end = t0 + req.duration_s
+    while time.monotonic() < end:
+        # our own SHOW STATUS is one of the running threads
+        samples.append(max(0, _status(ours, conn, "Threads_running") - 1))
+        src.poll(conn)
+        time.sleep(max(0.0, min(req.sample_interval_s, end - time.monotonic())))
+    seconds = time.monotonic() - t0  # the window ends here, not after the source's reading
+    q1, n1 = _status(ours, conn, "Questions"), ours.statements
+    return _Window(src.finish(conn), samples, seconds, q1 - q0, n1 - n0)
+
+
+def capture(req: CaptureRequest, note: Note) -> Workload:
+    """Capture ``req.duration_s`` seconds of the server's statements."""
+    if req.duration_s <= 0:
+        raise UsageError("--duration must be positive", hint="e.g. --duration 20")
+    ours = Ours(req.target)
+    conn = ours.connect()
+    try:
+        v = _variables(ours, conn)
+        src = choose_source(req, ours, conn, v)
+        try:
+            workload = _capture_with(req, src, ours, conn, v, note)
+        finally:
+            src.cleanup()
+    finally:
+        conn.close()
+    return redact_workload(workload) if req.redact else workload
+
+
+def _capture_with(
+    req: CaptureRequest, src: CaptureSource, ours: Ours, conn: Conn, v: dict[str, str], note: Note
+) -> Workload:
+    """The baseline, the switches, the window and switching back, then the workload."""
+    before = None
+    if req.baseline_s > 0:
+        note(f"measuring the server's throughput for {req.baseline_s:g} s before capturing")
+        before = _measure_qps(ours, conn, req.baseline_s)
+    settings = [(setting_for(t, connect=ours.connect), val) for t, val in src.switches()]
+    res = apply_changes(settings, req.journal_dir, server=req.journal_server, keep_open=True)
+    journal = Path(res.journal_path) if res.journal_path else None
+    changed = [c.target for c in res.changes]
+    if journal is not None:
+        note(f"switched on {', '.join(changed)} (journal {journal})")
+    note(f"capturing for {req.duration_s:g} s from {src.name.replace('_', ' ')}")
+    try:
+        win = _run_window(req, src, ours, conn)
+    finally:
+        if journal is not None:
+            _switch_back(journal, ours, note)
+    after = _measure_qps(ours, conn, req.baseline_s) if req.baseline_s > 0 else None
+    classes, traces, truncated = build_classes(win.events)
+    during = _qps(win.questions, win.ours_statements, win.seconds)
+    names = sorted({c.schema_name for c in classes if c.schema_name})
+    sv = parse_server_version(v["version"], v["comment"])
+    workload = Workload(
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        myaccel_version=__version__,
+        server={
+            "version_string": v["version"],
+            "flavor": sv.flavor if sv else None,
+            "version": sv.text if sv else None,
+            "host": v["hostname"],
+        },
+        source=src.name,
+        window_s=round(win.seconds, 3),
+        statements_total=len(win.events),
+        statements_per_s=round(len(win.events) / win.seconds, 2) if win.seconds else 0.0,
+        classes=classes,
+        connections=traces,
+        connections_truncated=truncated,
+        concurrency=_concurrency(win.events, win.samples, req.sample_interval_s),
+        schemas=_schemas(ours, conn, names),
+        overhead=_overhead(before, during, after, req.baseline_s),
+        settings_changed=changed,
+        journal=str(journal) if journal else None,
+        notes=list(src.notes),
+    )
+    return workload
+
+
+def _switch_back(journal: Path, ours: Ours, note: Note) -> None:
+    try:
+        res = rollback(journal, connect=ours.connect)
+    except MyaccelError as exc:
+        raise MyaccelError(
+            f"could not switch the capture's settings back: {exc.message}",
+            hint=f"run `myaccel rollback --journal {journal}` (with the same server options)",
+        ) from exc
+    note(f"switched back {', '.join(res.reverted)}")

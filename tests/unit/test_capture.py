@@ -1,0 +1,206 @@
+"""capture/ without a server: statement classes, the general log parser, the workload's
+assembly and redaction, fidelity, the replay script, the consumer setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from myaccel.actions.settings import setting_for, setting_from_spec
+from myaccel.actions.settings.pfs import ConsumerSetting
+from myaccel.artifacts import save
+from myaccel.bench.replay import captured_rate, lua_string, replay_lua, write_replay_script
+from myaccel.bench.workload import Concurrency, Workload, load_replayable, load_workload
+from myaccel.capture import assemble
+from myaccel.capture.assemble import Event, build_classes, percentile
+from myaccel.capture.fidelity import compare, format_fidelity
+from myaccel.capture.general_log import log_output_with_file, parse_general_log
+from myaccel.capture.normalize import kind_of, normalize, not_replayed_because
+from myaccel.capture.redaction import redact_workload
+from myaccel.cli.main import cli
+from myaccel.errors import UsageError
+
+
+@pytest.mark.parametrize(
+    ("sql", "text"),
+    [
+        ("SELECT c FROM sbtest1 WHERE id=5", "select c from sbtest1 where id=?"),
+        ("INSERT INTO t (a,b) VALUES (1,'x''y'),(2,'z')", "insert into t (a,b) values (...)"),
+        (
+            "select * from t where id in (1, 2,3) and x > -1.5e3",
+            "select * from t where id in (...) and x > ?",
+        ),
+        (
+            "UPDATE `T1` SET n = n + 1 WHERE k = 0x1F /* c */;",
+            "update `T1` set n = n + ? where k = ?",
+        ),
+        ('SELECT a FROM t WHERE b = "q\\"s" -- tail', "select a from t where b = ?"),
+        ("SELECT\n  a\tFROM t2", "select a from t2"),
+    ],
+)
+def test_normalize(sql: str, text: str) -> None:
+    assert normalize(sql) == text
+
+
+def test_kinds_and_what_is_not_replayed() -> None:
+    assert kind_of("select 1") == "read"
+    assert kind_of("insert into t values (?)") == "write"
+    assert kind_of("commit") == "transaction"
+    assert kind_of("call p()") == "other"
+    assert not_replayed_because("set autocommit = ?")
+    assert not_replayed_because("drop table t")
+    assert not_replayed_because("select 1") is None
+
+
+GENERAL_LOG = """\
+/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1 (Debian 12). started with:
+Tcp port: 14203  Unix socket: /tmp/x/mysqld.sock
+Time\t\t    Id Command\tArgument
+261125  4:49:09\t     6 Query\tSELECT 1
+\t\t     7 Connect\tapp@localhost on shop using Socket
+\t\t     7 Query\tselect 1,
+'two
+lines'
+261125  4:49:11\t     7 Init DB\tother
+\t\t     7 Query\tUPDATE t SET a = 2
+\t\t     8 Query\tSELECT @@version
+\t\t     9 Query\tuse third
+\t\t     9 Execute\tSELECT 3
+\t\t     7 Quit\t
+"""
+
+
+def test_general_log_parser() -> None:
+    events = parse_general_log(GENERAL_LOG.splitlines(True), exclude={8}, schemas={6: "shop"})
+    by_conn = [(e.conn_id, e.sql, e.schema, e.t_s) for e in events]
+    assert by_conn == [
+        (6, "SELECT 1", "shop", 0.0),
+        (7, "select 1,\n'two\nlines'", "shop", 0.0),
+        (7, "UPDATE t SET a = 2", "other", 2.0),
+        (9, "use third", "", 2.0),
+        (9, "SELECT 3", "third", 2.0),
+    ]
+    assert events[1].user == "app"
+
+
+def test_log_output_keeps_table() -> None:
+    assert log_output_with_file("FILE") == "FILE"
+    assert log_output_with_file("TABLE") == "TABLE,FILE"
+    assert log_output_with_file("NONE") == "FILE"
+
+
+def _events(n: int, conns: int = 2) -> list[Event]:
+    return [
+        Event(
+            conn_id=i % conns,
+            t_s=i / 100,
+            sql=f"SELECT v FROM t WHERE id = {i}",
+            schema="s",
+            latency_us=float(i),
+        )
+        for i in range(n)
+    ] + [Event(conn_id=0, t_s=1.0, sql="SET autocommit = 1", schema="s")]
+
+
+def test_build_classes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(assemble, "MAX_TRACE_STATEMENTS", 10)
+    classes, traces, truncated = build_classes(_events(200))
+    top, other = classes
+    assert (top.text, top.count, top.kind, top.replayable) == (
+        "select v from t where id = ?",
+        200,
+        "read",
+        True,
+    )
+    assert len(top.examples) == assemble.MAX_EXAMPLES and all(
+        e.startswith("SELECT v FROM t WHERE id = ") for e in top.examples
+    )
+    assert top.latency is not None and top.latency.p50_us == 99.0 and top.latency.max_us == 199.0
+    assert not other.replayable and other.not_replayed_because
+    assert truncated and sum(len(t.statements) for t in traces) == 10
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
+
+
+def _workload(counts: dict[str, int], window_s: float = 10.0, connections: int = 4) -> Workload:
+    events = [
+        Event(conn_id=i % connections, t_s=0, sql=sql.replace("?", str(i)), schema="shop")
+        for sql, n in counts.items()
+        for i in range(n)
+    ]
+    classes, traces, _ = build_classes(events)
+    return Workload(
+        created_at="2026-01-01T00:00:00+00:00",
+        myaccel_version="test",
+        server={"flavor": "mariadb", "host": "h"},
+        source="general_log",
+        window_s=window_s,
+        statements_total=len(events),
+        statements_per_s=len(events) / window_s,
+        classes=classes,
+        connections=traces,
+        concurrency=Concurrency(connections=connections, sample_interval_s=0.25),
+    )
+
+
+def test_fidelity_compares_the_replayed_classes() -> None:
+    a = _workload(
+        {"SELECT a FROM t WHERE id = ?": 600, "UPDATE t SET b = ?": 400, "SET x = ?": 500}
+    )
+    b = _workload(
+        {"SELECT a FROM t WHERE id = ?": 580, "UPDATE t SET b = ?": 420, "USE `shop` -- ?": 4}
+    )
+    f = compare(a, b)
+    assert [round(r.captured_pct) for r in f.rows] == [60, 40]
+    assert f.max_diff_pts == pytest.approx(2.0) and f.mix_matches
+    assert f.captured_qps == pytest.approx(100.0)
+    table = format_fidelity(f)
+    assert "| 60.0 | 58.0 | -2.0 |" in table and "matches" in table
+    c = _workload({"SELECT a FROM t WHERE id = ?": 500, "DELETE FROM t WHERE id = ?": 500})
+    g = compare(a, c)
+    assert not g.mix_matches and len(g.rows) == 3 and g.rows[-1].captured_pct == 0.0
+
+
+def test_redaction_and_replay_refusal(tmp_path: Path) -> None:
+    w = _workload({"SELECT secret FROM t WHERE name = 'alice?'": 3})
+    r = redact_workload(w)
+    assert r.redacted and all(not c.examples for c in r.classes)
+    dumped = r.model_dump_json()
+    assert "alice" not in dumped and r.server["host"] is None
+    save(tmp_path / "r.json", r)
+    assert load_workload(tmp_path / "r.json").redacted
+    with pytest.raises(UsageError, match="--redact"):
+        load_replayable(tmp_path / "r.json")
+
+
+def test_replay_script(tmp_path: Path) -> None:
+    assert lua_string("a]]b") == "[=[a]]b]=]"
+    assert lua_string("\nx") == "[[\n\nx]]"
+    w = _workload({"SELECT a FROM t WHERE id = ?": 6, "SET x = ?": 3})
+    lua = replay_lua(w)
+    assert "w = 6" in lua and "SET x" not in lua and "schema = [[shop]]" in lua
+    assert lua.rstrip().endswith("myaccel_replay.lua]])")
+    p1, p2 = write_replay_script(w, tmp_path), write_replay_script(w, tmp_path)
+    assert p1 == p2 and p1.stat().st_mode & 0o777 == 0o600
+    assert captured_rate(w) == pytest.approx(0.6)
+
+
+def test_consumer_setting_round_trip() -> None:
+    s = setting_for("pfs-consumer:events_statements_history_long", connect=lambda: None)  # type: ignore[arg-type,return-value]
+    assert isinstance(s, ConsumerSetting) and s.spec() == {"name": "events_statements_history_long"}
+    again = setting_from_spec("pfs-consumer", s.spec(), connect=lambda: None)  # type: ignore[arg-type,return-value]
+    assert isinstance(again, ConsumerSetting) and again.target == s.target
+    with pytest.raises(UsageError):
+        setting_for("pfs-consumer:events_statements_history_long")
+    with pytest.raises(UsageError):
+        setting_for("pfs-consumer:bad name", connect=lambda: None)  # type: ignore[arg-type,return-value]
+
+
+def test_cli_workload_file_refuses_workload_too(tmp_path: Path, myaccel_home: Path) -> None:
+    w = tmp_path / "w.json"
+    save(w, _workload({"SELECT a FROM t WHERE id = ?": 5}))
+    r = CliRunner().invoke(cli, ["bench", "--workload-file", str(w), "-w", "ro", "--sandbox", "x"])
+    assert r.exit_code == 2 and "--workload-file" in r.stderr
+    r = CliRunner().invoke(cli, ["capture", "--help"])
+    assert r.exit_code == 0 and "--redact" in r.stdout
