@@ -20,20 +20,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from myaccel.artifacts import artifact, load
 from myaccel.errors import UsageError
+from myaccel.model import Strict
 
 WORKLOAD_SCHEMA = "myaccel.workload/1"
 StatementKind = Literal["read", "write", "transaction", "other"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Latency(_Model):
+class Latency(Strict):
     """Latency of a class's statements in microseconds (from the timed events)."""
 
     samples: int
@@ -44,7 +41,7 @@ class Latency(_Model):
     max_us: float
 
 
-class StatementClass(_Model):
+class StatementClass(Strict):
     id: str  # a short, stable hash of ``text``
     text: str  # the normalized statement (literals as ?)
     schema_name: str = ""  # the default schema it ran in ("" when none)
@@ -60,20 +57,20 @@ class StatementClass(_Model):
     latency: Latency | None = None
 
 
-class Statement(_Model):
+class Statement(Strict):
     t_ms: float  # since the start of the window (general log: 1 s resolution)
     class_id: str
     sql: str  # with literals, or the normalized text when redacted
     latency_us: float | None = None
 
 
-class ConnectionTrace(_Model):
+class ConnectionTrace(Strict):
     id: int
     user: str | None = None
     statements: list[Statement] = Field(default_factory=list)
 
 
-class Concurrency(_Model):
+class Concurrency(Strict):
     connections: int  # client connections that ran statements in the window
     sample_interval_s: float
     threads_running: list[int] = Field(default_factory=list)  # samples, ours excluded
@@ -81,12 +78,12 @@ class Concurrency(_Model):
     threads_running_p95: float | None = None
 
 
-class SchemaInfo(_Model):
+class SchemaInfo(Strict):
     name: str
     tables: list[str] = Field(default_factory=list)
 
 
-class Overhead(_Model):
+class Overhead(Strict):
     """Statements per second the server counted (``Questions``, ours excluded) before the
     capture switched anything on, while it ran, and after it switched everything back."""
 
@@ -98,7 +95,7 @@ class Overhead(_Model):
 
 
 @artifact(WORKLOAD_SCHEMA)
-class Workload(_Model):
+class Workload(Strict):
     schema_version: str = WORKLOAD_SCHEMA
     created_at: str
     myaccel_version: str

@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from myaccel import __version__
 from myaccel.artifacts import artifact, load, save
 from myaccel.build.errors import TreeError
+from myaccel.model import Strict
 
 BUILD_SCHEMA = "myaccel.build/1"
 MANIFEST = "manifest.json"
@@ -29,11 +30,7 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StageRecord(_Model):
+class StageRecord(Strict):
     name: str
     title: str = ""
     status: StageStatus = "pending"
@@ -46,7 +43,7 @@ class StageRecord(_Model):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
-class CheckResult(_Model):
+class CheckResult(Strict):
     id: str
     title: str
     status: CheckStatus
@@ -55,7 +52,7 @@ class CheckResult(_Model):
 
 
 @artifact(BUILD_SCHEMA)
-class BuildManifest(_Model):
+class BuildManifest(Strict):
     schema_version: str = BUILD_SCHEMA
     myaccel_version: str = __version__
     created_at: str = Field(default_factory=now_iso)

@@ -29,10 +29,12 @@ between flavors, checked against each project's CMake files:
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from myaccel.build.errors import TreeError
 
@@ -66,6 +68,23 @@ class CMakeOption:
 
     def arg(self) -> str:
         return f"-D{self.name}={self.value}"
+
+
+# The lean and offline CMake options per flavor are data (data/cmake_options.json), like
+# the knob catalog; the adapters below add what depends on the tree.
+_CMAKE_DATA = Path(__file__).parent / "data" / "cmake_options.json"
+
+
+@functools.cache
+def cmake_table() -> dict[str, dict[str, list[list[str]]]]:
+    """The per-flavor option rows of ``data/cmake_options.json`` (read once)."""
+    raw: dict[str, Any] = json.loads(_CMAKE_DATA.read_text(encoding="utf-8"))
+    return {k: v for k, v in raw.items() if isinstance(v, dict) and k != "notes"}
+
+
+def options(rows: list[list[str]]) -> list[CMakeOption]:
+    """``[name, value, why]`` rows as options."""
+    return [CMakeOption(name, value, why) for name, value, why in rows]
 
 
 @dataclass(frozen=True)
@@ -156,33 +175,6 @@ _SERVER_HOT_DIRS = ("sql", "storage/innobase", "mysys", "strings", "vio", "sql-c
 
 MARIADB_SUPPORTED = ((10, 6), (11, 99))  # 10.6 LTS .. 11.x
 
-_MARIADB_BIG_PLUGINS = (
-    ("COLUMNSTORE", "ColumnStore analytics engine (huge, needs boost)"),
-    ("ROCKSDB", "MyRocks engine (large C++ library)"),
-    ("MROONGA", "Mroonga full-text engine (large)"),
-    ("SPIDER", "Spider sharding engine"),
-    ("CONNECT", "CONNECT engine (ODBC/XML/JSON tables)"),
-    ("OQGRAPH", "OQGraph engine (needs boost graph, Judy)"),
-    ("SPHINX", "SphinxSE client engine"),
-    ("S3", "S3 archive engine"),
-    ("TOKUDB", "TokuDB (gone since 10.6; harmless if absent)"),
-    ("FEDERATED", "old FEDERATED engine"),
-    ("FEDERATEDX", "FederatedX engine"),
-    ("ARCHIVE", "ARCHIVE engine"),
-    ("BLACKHOLE", "BLACKHOLE engine"),
-    ("AWS_KEY_MANAGEMENT", "AWS KMS plugin (downloads the AWS SDK when enabled)"),
-    ("HASHICORP_KEY_MANAGEMENT", "Vault key plugin (needs libcurl)"),
-    ("AUTH_GSSAPI", "Kerberos authentication (needs libkrb5-dev)"),
-    ("AUTH_PAM", "PAM authentication (needs libpam0g-dev)"),
-    ("CRACKLIB_PASSWORD_CHECK", "cracklib password plugin (needs libcrack2-dev)"),
-    ("HANDLERSOCKET", "HandlerSocket NoSQL plugin"),
-    ("PROVIDER_LZ4", "compression provider plugins"),
-    ("PROVIDER_LZO", "compression provider plugins"),
-    ("PROVIDER_SNAPPY", "compression provider plugins"),
-    ("PROVIDER_LZMA", "compression provider plugins"),
-    ("PROVIDER_BZIP2", "compression provider plugins"),
-)
-
 
 # Plugins a lean server keeps: the storage engines and features a sysbench/OLTP server
 # uses, the MANDATORY ones (which ignore PLUGIN_X=NO anyway) and Connector/C's client-side
@@ -213,31 +205,18 @@ def declared_plugins(tree: Path) -> set[str]:
 
 
 def _mariadb_adapter(tree: Path, version: tuple[int, int, int]) -> TreeAdapter:
-    known = {n for n, _ in _MARIADB_BIG_PLUGINS}
-    lean = [CMakeOption(f"PLUGIN_{n}", "NO", why) for n, why in _MARIADB_BIG_PLUGINS]
+    table = cmake_table()["mariadb"]
+    big = table["big_plugins"]
+    known = {n for n, _ in big}
+    lean = [CMakeOption(f"PLUGIN_{n}", "NO", why) for n, why in big]
     for name in sorted(declared_plugins(tree) - _MARIADB_KEEP - known):
         lean.append(
             CMakeOption(
                 f"PLUGIN_{name}", "NO", "optional plugin (not used by the server's OLTP path)"
             )
         )
-    lean += [
-        CMakeOption("INSTALL_MYSQLTESTDIR", "", "mysql-test suite in the install tree"),
-        CMakeOption("INSTALL_SQLBENCHDIR", "", "sql-bench in the install tree"),
-        CMakeOption("WITH_WSREP", "OFF", "Galera replication code"),
-        CMakeOption("WITH_UNIT_TESTS", "OFF", "unit tests"),
-        CMakeOption("WITH_EMBEDDED_SERVER", "OFF", "embedded server library (libmysqld)"),
-        CMakeOption("WITH_MARIABACKUP", "OFF", "mariadb-backup tool"),
-        CMakeOption("CONC_WITH_UNIT_TESTS", "OFF", "Connector/C tests"),
-    ]
-    offline = [
-        CMakeOption("WITH_PCRE", "system", "else pcre2 is downloaded"),
-        CMakeOption("UPDATE_SUBMODULES", "OFF", "never run git submodule update"),
-        CMakeOption("WITH_SSL", "system", "Debian's OpenSSL (libssl-dev)"),
-        CMakeOption("WITH_ZLIB", "system", "Debian's zlib (zlib1g-dev)"),
-        CMakeOption("WITH_URING", "ON", "InnoDB io_uring AIO like Debian's build"),
-        CMakeOption("WITH_LIBAIO", "ON", "InnoDB libaio like Debian's build"),
-    ]
+    lean += options(table["lean"])
+    offline = options(table["offline"])
     if (tree / "cmake" / "libfmt.cmake").is_file():
         offline.append(CMakeOption("WITH_LIBFMT", "system", "else libfmt is downloaded"))
     config_h = tree / "config.h.cmake"
@@ -279,28 +258,11 @@ MYSQL_SERIES = ((5, 7), (8, 0), (8, 4), *((9, minor) for minor in range(8)))  # 
 def _mysql_adapter(
     tree: Path, version: tuple[int, int, int], flavor: Literal["mysql", "percona"]
 ) -> TreeAdapter:
-    lean = [
-        CMakeOption("WITH_UNIT_TESTS", "OFF", "unit tests (googletest)"),
-        CMakeOption("WITH_NDB", "OFF", "NDB Cluster"),
-        CMakeOption("WITH_NDBCLUSTER", "OFF", "NDB Cluster (older spelling)"),
-        CMakeOption("WITH_ROUTER", "OFF", "MySQL Router"),
-        CMakeOption("WITH_RAPID", "OFF", "Group Replication and X plugin sources under plugin/"),
-        CMakeOption("WITH_MYSQLX", "OFF", "X plugin (document store protocol)"),
-        # 9.x: only the telemetry component and plugin use curl, and the default
-        # (system) stops configure without libcurl4-openssl-dev
-        CMakeOption("WITH_CURL", "none", "curl (telemetry component and plugin only)"),
-    ]
+    table = cmake_table()
+    lean = options(table["mysql"]["lean"])
     if flavor == "percona":
-        lean += [
-            CMakeOption("WITH_ROCKSDB", "OFF", "MyRocks engine"),
-            CMakeOption("WITH_TOKUDB", "OFF", "TokuDB engine (5.7)"),
-        ]
-    offline = [
-        CMakeOption("DOWNLOAD_BOOST", "OFF", "never download boost"),
-        # else dpkg-buildflags (Ubuntu: -flto=auto) are mixed into RelWithDebInfo builds
-        CMakeOption("WITH_PACKAGE_FLAGS", "OFF", "only the flags myaccel composes"),
-        CMakeOption("WITH_SSL", "system", "Debian's OpenSSL (libssl-dev)"),
-    ]
+        lean += options(table["percona"]["lean"])
+    offline = options(table["mysql"]["offline"])
     boost = find_mysql_boost(tree)
     if boost is not None:
         offline.append(

@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from myaccel import artifacts
 from myaccel.artifacts import artifact
+from myaccel.model import Strict
 from myaccel.server.sandbox.state import now_iso
 
 CLONE_SCHEMA = "myaccel.clone/1"
@@ -20,11 +21,7 @@ RECORD_FILE = "clone.json"
 StepState = Literal["started", "done", "undone", "failed"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SourceInfo(_Model):
+class SourceInfo(Strict):
     connection: str
     sandbox: str | None = None
     flavor: str
@@ -37,14 +34,14 @@ class SourceInfo(_Model):
     data_bytes: int
 
 
-class ServerChoice(_Model):
+class ServerChoice(Strict):
     binary: str
     basedir: str
     same_binary: bool
     note: str
 
 
-class ConfigEntry(_Model):
+class ConfigEntry(Strict):
     """One line of the clone's option file."""
 
     key: str
@@ -52,7 +49,7 @@ class ConfigEntry(_Model):
     origin: str  # "option file F", "command line", "SET PERSIST", "SET GLOBAL", "myaccel"
 
 
-class Rewrite(_Model):
+class Rewrite(Strict):
     """A variable whose value in the clone differs from the source's, and why."""
 
     variable: str
@@ -61,7 +58,7 @@ class Rewrite(_Model):
     reason: str
 
 
-class DataCopy(_Model):
+class DataCopy(Strict):
     method: str  # mariadb-backup, clone-plugin, schema-only
     bytes_copied: int = 0
     duration_s: float = 0.0
@@ -69,7 +66,7 @@ class DataCopy(_Model):
     note: str = ""
 
 
-class FenceInfo(_Model):
+class FenceInfo(Strict):
     cpus: list[int] | None
     nice: int
     io_priority: str
@@ -77,7 +74,7 @@ class FenceInfo(_Model):
     reason: str
 
 
-class Step(_Model):
+class Step(Strict):
     name: str
     state: StepState
     at: str
@@ -85,21 +82,21 @@ class Step(_Model):
 
 
 @artifact(CLONE_SCHEMA)
-class CloneRecord(_Model):
+class CloneRecord(Strict):
     schema_version: str = CLONE_SCHEMA
     name: str
     created_at: str
     source: SourceInfo
     server: ServerChoice
     config_file: str
-    options: list[ConfigEntry] = []
-    rewritten: list[Rewrite] = []
+    options: list[ConfigEntry] = Field(default_factory=list)
+    rewritten: list[Rewrite] = Field(default_factory=list)
     data: DataCopy | None = None
     fence: FenceInfo | None = None
     # after the first start: every variable that differs from the source, with its reason
-    variable_diff: list[Rewrite] = []
-    steps: list[Step] = []
-    notes: list[str] = []
+    variable_diff: list[Rewrite] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
 
     def step(self, name: str, state: StepState, detail: str = "") -> None:
         self.steps.append(Step(name=name, state=state, at=now_iso(), detail=detail))
