@@ -36,6 +36,7 @@ from myaccel.bench.session import (
     require_valid_runs,
 )
 from myaccel.errors import Interrupted, UsageError
+from myaccel.server.connection import ConnectParams
 from myaccel.server.sandbox import Sandbox, parse_sets
 from myaccel.server.sandbox.layout import validate_name
 
@@ -315,40 +316,106 @@ def run(req: AbRequest, progress: BenchProgress) -> AbResult:
     )
 
 
-def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchContext:
-    """Dataset, snapshot and the interleaved runs; the caller restores the sandbox."""
-    note = progress.note
+@dataclass(frozen=True)
+class Prepared:
+    """A sandbox ready for interleaved runs: connections, server info, the sized profile;
+    the dataset is saved in the ``SNAPSHOT`` snapshot and the server is stopped."""
+
+    admin: ConnectParams
+    bench: ConnectParams
+    sinfo: dict[str, Any]
+    profile: Profile
+
+
+def prepare_dataset(
+    sb: Sandbox,
+    profile: Profile,
+    baseline: Arm,
+    *,
+    dataset: str | None = None,
+    ps_mode: str = "auto",
+    cleanup: bool = False,
+    note: Callable[[str], None],
+) -> Prepared:
+    """Start ``sb`` on the baseline arm, size and check the dataset, prepare it and save it
+    as the ``SNAPSHOT`` snapshot that write workloads restore before every run."""
     sb.stop()
-    b = req.baseline
+    b = baseline
     sb.start(config=b.config, sets=b.sets, basedir=b.basedir, progress=note)
     admin, bench_p = sb.connect_params(), sb.bench_params(tcp=False)
     sinfo, _ = server_info(admin)
-    prof = size_dataset(req.profile, req.dataset, int(sinfo.get("buffer_pool_bytes") or 0))
+    prof = size_dataset(profile, dataset, int(sinfo.get("buffer_pool_bytes") or 0))
     biggest = cell_spec(prof, prof.workloads[0], max(prof.threads))
-    preflight(admin, replace(biggest, duration_s=1, warmup_s=0, ps_mode=req.ps_mode))
-    ensure_dataset(admin, bench_p, prof, cleanup=req.cleanup, note=note)
+    preflight(admin, replace(biggest, duration_s=1, warmup_s=0, ps_mode=ps_mode))
+    ensure_dataset(admin, bench_p, prof, cleanup=cleanup, note=note)
     sb.stop()
     if any(s.name == SNAPSHOT for s in sb.snapshot_list()):
         sb.snapshot_delete(SNAPSHOT)
     sb.snapshot_save(SNAPSHOT)
     note("dataset snapshot saved; write workloads start from it in every run")
+    return Prepared(admin=admin, bench=bench_p, sinfo=sinfo, profile=prof)
 
+
+def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchContext:
+    """Dataset, snapshot and the interleaved runs; the caller restores the sandbox."""
+    note = progress.note
+    ready = prepare_dataset(
+        sb,
+        req.profile,
+        req.baseline,
+        dataset=req.dataset,
+        ps_mode=req.ps_mode,
+        cleanup=req.cleanup,
+        note=note,
+    )
     setup = CampaignSetup(
         kind="ab",
         command=req.command,
         expect=req.dataset,
         arms={k: a.describe() for k, a in req.arms.items()},
     )
+    return interleave(
+        sb,
+        ready,
+        req.arms,
+        setup=setup,
+        out_dir=req.out_dir,
+        ps_mode=req.ps_mode,
+        client_cpus=req.pin_client,
+        progress=progress,
+    )
+
+
+def interleave(
+    sb: Sandbox,
+    ready: Prepared,
+    arms: dict[str, Arm],
+    *,
+    setup: CampaignSetup,
+    out_dir: Path | None,
+    progress: BenchProgress,
+    ps_mode: str = "auto",
+    client_cpus: str | None = None,
+) -> BenchContext:
+    """One campaign (``ready.profile.runs_per_arm`` runs per arm and cell) of the two
+    ``arms`` in ABBA order on the prepared sandbox, recorded in ``out_dir``."""
+    note = progress.note
     ctx = open_campaign(
-        setup, req.out_dir, bench_p=bench_p, admin=admin, sinfo=sinfo, prof=prof, note=note
+        setup,
+        out_dir,
+        bench_p=ready.bench,
+        admin=ready.admin,
+        sinfo=ready.sinfo,
+        prof=ready.profile,
+        note=note,
     )
     ctx.on_report = progress.run_report
     plan = AbPlan(
         sandbox=sb,
-        profile=prof,
-        arms=req.arms,
-        ps_mode=req.ps_mode,
-        client_cpus=req.pin_client,
+        profile=ready.profile,
+        arms=arms,
+        ps_mode=ps_mode,
+        client_cpus=client_cpus,
         on_event=note,
     )
 
