@@ -71,6 +71,7 @@ class TuneResult(Frozen):
     noise: NoiseRow | None = None
     trials: list[TrialRow] = Field(default_factory=list)
     winner: dict[str, str] = Field(default_factory=dict)  # changes against the plan
+    winner_plan_values: dict[str, str] = Field(default_factory=dict)  # the plan's, same knobs
     final: FinalAb | None = None
     improved: bool = False
     verdict: str

@@ -353,13 +353,14 @@ class Search:
         return out
 
     def incumbent(self, rows: list[TrialRow] | None = None) -> TrialRow | None:
-        """The screened or confirmed configuration with the best score on all its runs,
-        when that beats the noise floor; None: the plan is still the best known."""
+        """The configuration with the best score on all its runs (screens, confirmations,
+        the final A/B), when that beats the noise floor; None: the plan is still the best
+        known."""
         by_key: dict[str, Sample] = {}
         for r in self.study.records():
             if (
                 r.state == "COMPLETE"
-                and r.stage in ("screen", "confirm")
+                and r.stage in ("screen", "confirm", "final")
                 and r.sample is not None
                 and r.changes
             ):

@@ -36,7 +36,7 @@ from myaccel.tune.request import LAYERS, TuneProgress, TuneRequest
 from myaccel.tune.result import NoiseRow, TuneResult, now_iso, tuned_plan
 from myaccel.tune.sandbox_objective import SandboxObjective
 from myaccel.tune.search import Outcome, Search
-from myaccel.tune.space import Space, build_space, cap_dim
+from myaccel.tune.space import Space, build_space, cap_dim, value_text
 from myaccel.tune.study import Study
 
 RULES_PLAN = "rules-plan.json"
@@ -189,6 +189,7 @@ def _write(
         ),
         trials=o.trials,
         winner=o.winner,
+        winner_plan_values={k: value_text(space.base[k]) for k in o.winner},
         final=o.final,
         improved=o.improved,
         verdict=o.verdict,
