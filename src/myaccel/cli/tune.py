@@ -69,7 +69,7 @@ class TuneTerminalProgress(TerminalProgress):
     "sandbox_name",
     default="tune",
     show_default=True,
-    help="Sandbox the trials run on (made with --create or --basedir when missing).",
+    help="Sandbox the trials run on ('tune' is created if missing; another name needs --create).",
 )
 @click.option("--create", is_flag=True, help="Create the sandbox if it does not exist.")
 @click.option(
