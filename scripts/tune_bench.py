@@ -75,13 +75,13 @@ def print_figures(r: TuneResult, wall_s: float) -> None:
         f"wall time {wall_s / 60:.1f} min; {len(r.trials)} trials; searched: {', '.join(r.searched)}"
     )
     print("\n| stage | state | trials |\n|---|---|---:|")
-    for (stage, state), n in sorted(states.items()):
-        print(f"| {stage} | {state} | {n} |")
+    for (stage, state), count in sorted(states.items()):
+        print(f"| {stage} | {state} | {count} |")
     if r.noise is not None:
-        n = r.noise
+        nf = r.noise
         print(
-            f"\nnoise floor (A/A): apparent {pct(n.aa_delta_pct)}, CV {n.cv_pct:.1f}%, "
-            f"screen floor {n.floor_pct:.1f}%"
+            f"\nnoise floor (A/A): apparent {pct(nf.aa_delta_pct)}, CV {nf.cv_pct:.1f}%, "
+            f"screen floor {nf.floor_pct:.1f}%"
         )
     print("\n## the rules' plan vs the best found (final interleaved A/B)\n")
     if r.final is None:

@@ -31,10 +31,11 @@ from myaccel.knobs.catalog import Catalog
 from myaccel.tune.constraint import durability_changes
 from myaccel.tune.halving import Halving, Measured
 from myaccel.tune.objective import Sample, score
-from myaccel.tune.result import tuned_plan
+from myaccel.tune.result import TuneResult, tuned_plan
 from myaccel.tune.search import Budget
 from myaccel.tune.space import SEARCH_RANGES
 from myaccel.tune.study import Study
+from myaccel.tune.summary import format_markdown
 from myaccel.units import GiB, MiB
 
 MARIADB = ServerId("mariadb", "10.11.19-MariaDB-0+deb12u1", "server")
@@ -149,6 +150,25 @@ def test_a_real_effect_wins_the_final_ab_with_ablation(tmp_path: Path) -> None:
     assert set(knobs) == set(o.winner)
     assert knobs["innodb_io_capacity"].contribution_pct > 5  # the +8% knob carries the gain
     assert ran.progress.trials and ran.progress.phases[0].startswith("noise floor")
+    text = format_markdown(
+        TuneResult(
+            created_at="now",
+            target="fake",
+            durability="strict",
+            workload=["oltp_read_write@8"],
+            searched=ran.space.names(),
+            trials=o.trials,
+            winner=o.winner,
+            final=o.final,
+            improved=o.improved,
+            verdict=o.verdict,
+            ablation=o.ablation,
+            study="study.db",
+            plan="plan.json",
+        )
+    )
+    assert "**Verdict:** improved" in text and "| innodb_io_capacity |" in text
+    assert "## Final A/B" in text and "| final |" in text
 
 
 def test_no_effect_gives_the_honest_verdict(tmp_path: Path) -> None:
@@ -197,6 +217,8 @@ def test_resume_continues_the_study(tmp_path: Path) -> None:
     assert sum(1 for r in second.records if r.stage == "plan") == 1  # not measured again
     with pytest.raises(UsageError, match="already holds a tune study"):
         search(out, FakeObjective(), QUICK, only=only)
+    with pytest.raises(UsageError, match="this study searched innodb_io_capacity"):
+        search(out, FakeObjective(), QUICK, resume=True, only=("innodb_flush_neighbors",))
     with pytest.raises(UsageError, match="no tune study to resume"):
         search(tmp_path / "none", FakeObjective(), QUICK, resume=True, only=only)
 

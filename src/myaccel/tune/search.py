@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from myaccel.errors import MyaccelError, NoValidRuns
+from myaccel.errors import MyaccelError, NoValidRuns, UsageError
 from myaccel.tune.constraint import Constraint
 from myaccel.tune.halving import Halving
 from myaccel.tune.noise import NoiseFloor, noise_floor
@@ -103,6 +103,7 @@ class Search:
 
     def run(self) -> Outcome:
         self._t0 = self.clock()
+        self._check_same_space()
         noise = self._noise()
         self._floor_pct = noise.floor_pct
         self._screen()
@@ -129,14 +130,27 @@ class Search:
             importances=self.study.importances(),
         )
 
+    def _check_same_space(self) -> None:
+        """A resumed study must search the space it started with."""
+        names = self.space.names()
+        before = self.study.attr("searched")
+        if before is None:
+            self.study.set_attr("searched", names)
+        elif list(before) != names:
+            raise UsageError(
+                f"this study searched {', '.join(before) or 'nothing'}; now asked for "
+                f"{', '.join(names)}",
+                hint="resume with the same --knob and --durability options, or start a new --out",
+            )
+
     def _noise(self) -> NoiseFloor:
-        done = self._completed("plan")
+        done = self._done("plan")
         if done is None:
             self.progress.phase(
                 f"noise floor: the plan against itself, {self.budget.aa_pairs} runs per arm"
             )
             self._measure("plan", self.space.base_params(), self.budget.aa_pairs, force_changes={})
-            done = self._completed("plan")
+            done = self._done("plan")
         if done is None or done.sample is None:
             raise NoValidRuns(
                 "the noise-floor trial (the plan against itself) failed",
@@ -193,24 +207,16 @@ class Search:
             )
             return None, None
         key = config_key(winner)
-        done = next(
-            (
-                r
-                for r in self.study.records()
-                if r.stage == "final" and r.key == key and r.state == "COMPLETE"
-            ),
-            None,
-        )
+        done = self._done("final", key)
         if done is None:
             runs = self.budget.final_runs
             self.progress.phase(
                 f"final A/B: the winner against the plan, {runs} runs per arm, interleaved"
             )
             self._measure("final", self._params_of(key), runs, rung=99)
-            done = next(
-                r for r in reversed(self.study.records()) if r.stage == "final" and r.key == key
-            )
-        if done.sample is None:
+            done = self._done("final", key)
+        if done is None or done.sample is None:
+            self.progress.note("the final A/B failed: no verdict on the winner (see its trial)")
             return None, None
         sc = score(done.sample)
         final = FinalAb(
@@ -240,28 +246,11 @@ class Search:
             if not without:
                 delta = 0.0  # the winner without its only change is the plan
             else:
-                done = next(
-                    (
-                        r
-                        for r in self.study.records()
-                        if r.stage == "ablation"
-                        and r.key == config_key(without)
-                        and r.state == "COMPLETE"
-                    ),
-                    None,
-                )
+                key = config_key(without)
+                done = self._done("ablation", key)
                 if done is None and not self._past(1.0):
-                    self._measure("ablation", self._params_of(config_key(without)), pairs)
-                    done = next(
-                        (
-                            r
-                            for r in reversed(self.study.records())
-                            if r.stage == "ablation"
-                            and r.key == config_key(without)
-                            and r.state == "COMPLETE"
-                        ),
-                        None,
-                    )
+                    self._measure("ablation", self._params_of(key), pairs)
+                    done = self._done("ablation", key)
                 if done is None or done.sample is None:
                     continue
                 delta = score(done.sample).delta_pct
@@ -322,10 +311,12 @@ class Search:
 
     # ------------------------------------------------------------------ reading the study
 
-    def _completed(self, stage: str) -> TrialRecord | None:
-        return next(
-            (r for r in self.study.records() if r.stage == stage and r.state == "COMPLETE"), None
-        )
+    def _done(self, stage: str, key: str | None = None) -> TrialRecord | None:
+        """The last completed trial of ``stage`` (on the configuration ``key``)."""
+        for r in reversed(self.study.records()):
+            if r.stage == stage and r.state == "COMPLETE" and (key is None or r.key == key):
+                return r
+        return None
 
     def _params_of(self, key: str) -> dict[str, ParamValue]:
         changes: dict[str, str] = json.loads(key)
