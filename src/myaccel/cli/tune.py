@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from myaccel.bench.dataset import DATASET_KINDS
 from myaccel.cli import ranges
 from myaccel.cli.ab import given_on_command_line, terminate_as_interrupt
 from myaccel.cli.bench import SweepFlags, check_pin_client
@@ -86,7 +87,7 @@ class TuneTerminalProgress(TerminalProgress):
 @click.option("--tables", type=ranges.TABLES)
 @click.option("--table-size", type=ranges.TABLE_ROWS)
 @click.option("--scale", type=ranges.SCALE)
-@click.option("--dataset", type=click.Choice(["cpu-bound", "io-bound"]))
+@click.option("--dataset", type=click.Choice(DATASET_KINDS))
 @click.option("--trials", type=click.IntRange(1, 100_000), help="Screening trials (default 20).")
 @click.option(
     "--minutes",
