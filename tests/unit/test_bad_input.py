@@ -344,6 +344,12 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("bench-no-server", ["bench", *NO_SERVER], CONN, "cannot reach"),
     ("bench-out-is-file", ["bench", "--out", "{in_}/a-file"], USAGE, "--out"),
     # --- ab
+    ("tune-sandbox-typo", ["tune", "--sandbox", "nosuch"], USAGE, "no sandbox named 'nosuch'"),
+    ("tune-trials-zero", ["tune", "--trials", "0"], USAGE, "--trials"),
+    ("tune-final-runs-four", ["tune", "--final-runs", "4"], USAGE, "--final-runs"),
+    ("tune-durability-bad", ["tune", "--durability", "none"], USAGE, "--durability"),
+    ("tune-resume-without-out", ["tune", "--resume"], USAGE, "--resume needs --out"),
+    ("tune-process-layer", ["tune", "--layers", "server,process"], USAGE, "process"),
     ("ab-sandbox-typo", ["ab", "--sandbox", "nosuch"], USAGE, "no sandbox named 'nosuch'"),
     ("ab-sandbox-bad-name", ["ab", "--sandbox", "a/b"], USAGE, "invalid sandbox name"),
     ("ab-runs-zero", ["ab", "--runs", "0"], USAGE, "--runs"),

@@ -41,6 +41,7 @@ from myaccel.bench.session import (
 )
 from myaccel.bench.workload import Workload
 from myaccel.errors import Interrupted, UsageError
+from myaccel.server.connection import ConnectParams
 from myaccel.server.sandbox import Sandbox, ServerOptions, parse_sets
 from myaccel.server.sandbox.layout import validate_name
 
@@ -326,30 +327,57 @@ def run(req: AbRequest, progress: BenchProgress) -> AbResult:
     )
 
 
-def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchContext:
-    """Dataset, snapshot and the interleaved runs; the caller restores the sandbox."""
-    note = progress.note
+@dataclass(frozen=True)
+class Prepared:
+    """A sandbox ready for interleaved runs: connections, server info, the sized profile;
+    the dataset is saved in the ``SNAPSHOT`` snapshot and the server is stopped."""
+
+    admin: ConnectParams
+    bench: ConnectParams
+    sinfo: dict[str, Any]
+    profile: Profile
+    workload: Workload | None = None  # a captured workload the profile replays
+
+
+def prepare_dataset(
+    sb: Sandbox,
+    profile: Profile,
+    baseline: Arm,
+    *,
+    harness: HarnessOptions = DEFAULT_HARNESS,
+    workload: Workload | None = None,
+    note: Callable[[str], None],
+) -> Prepared:
+    """Start ``sb`` on the baseline arm, size and check the dataset (or the schemas a
+    captured ``workload`` needs), prepare it and save it as the ``SNAPSHOT`` snapshot that
+    write workloads restore before every run."""
     sb.stop()
-    b = req.baseline
-    sb.start(b.options(), progress=note)
+    sb.start(baseline.options(), progress=note)
     admin, bench_p = sb.connect_params(), sb.bench_params(tcp=False)
-    if req.workload is not None:
+    if workload is not None:
         bench_p = admin  # the benchmark user has rights on sbtest only
     sinfo, _ = server_info(admin)
-    h = req.harness
-    prof = h.sized(req.profile, sinfo)
+    prof = harness.sized(profile, sinfo)
     biggest = cell_spec(prof, prof.workloads[0], max(prof.threads))
-    preflight(admin, replace(biggest, duration_s=1, warmup_s=0, ps_mode=h.ps_mode))
-    if req.workload is not None:
-        check_schemas(admin, req.workload)
+    preflight(admin, replace(biggest, duration_s=1, warmup_s=0, ps_mode=harness.ps_mode))
+    if workload is not None:
+        check_schemas(admin, workload)
     else:
-        ensure_dataset(admin, bench_p, prof, cleanup=h.cleanup, note=note)
+        ensure_dataset(admin, bench_p, prof, cleanup=harness.cleanup, note=note)
     sb.stop()
     if any(s.name == SNAPSHOT for s in sb.snapshot_list()):
         sb.snapshot_delete(SNAPSHOT)
     sb.snapshot_save(SNAPSHOT)
     note("dataset snapshot saved; write workloads start from it in every run")
+    return Prepared(admin=admin, bench=bench_p, sinfo=sinfo, profile=prof, workload=workload)
 
+
+def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchContext:
+    """Dataset, snapshot and the interleaved runs; the caller restores the sandbox."""
+    h = req.harness
+    ready = prepare_dataset(
+        sb, req.profile, req.baseline, harness=h, workload=req.workload, note=progress.note
+    )
     setup = CampaignSetup(
         kind="ab",
         command=req.command,
@@ -357,17 +385,39 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
         arms={k: a.describe() for k, a in req.arms.items()},
         out_dir=req.out_dir,
     )
-    ctx = open_campaign(setup, bench_p=bench_p, admin=admin, sinfo=sinfo, prof=prof, note=note)
+    return interleave(sb, ready, req.arms, setup=setup, progress=progress, harness=h)
+
+
+def interleave(
+    sb: Sandbox,
+    ready: Prepared,
+    arms: dict[str, Arm],
+    *,
+    setup: CampaignSetup,
+    progress: BenchProgress,
+    harness: HarnessOptions = DEFAULT_HARNESS,
+) -> BenchContext:
+    """One campaign (``ready.profile.runs_per_arm`` runs per arm and cell) of the two
+    ``arms`` in ABBA order on the prepared sandbox, recorded in ``setup.out_dir``."""
+    note = progress.note
+    ctx = open_campaign(
+        setup,
+        bench_p=ready.bench,
+        admin=ready.admin,
+        sinfo=ready.sinfo,
+        prof=ready.profile,
+        note=note,
+    )
     ctx.on_report = progress.run_report
     plan = AbPlan(
         sandbox=sb,
-        profile=prof,
-        arms=req.arms,
-        ps_mode=h.ps_mode,
-        client_cpus=h.pin_client,
+        profile=ready.profile,
+        arms=arms,
+        ps_mode=harness.ps_mode,
+        client_cpus=harness.pin_client,
         on_event=note,
-        prewarm=req.workload is None,
-        ignore_errors=replay_ignore_errors(None, req.workload),
+        prewarm=ready.workload is None,
+        ignore_errors=replay_ignore_errors(None, ready.workload),
     )
 
     def before(n: int, total: int, spec: RunSpec, arm: str) -> None:

@@ -37,6 +37,7 @@ COMMANDS = {
     "diagnose": "myaccel.cli.profile:diagnose",
     "clone": "myaccel.cli.clone:clone",
     "capture": "myaccel.cli.capture:capture",
+    "tune": "myaccel.cli.tune:tune",
 }
 
 

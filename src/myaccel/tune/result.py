@@ -1,0 +1,152 @@
+"""What a `tune` leaves: ``tune.json`` (``myaccel.tune/1``: the trials, the noise floor, the
+final comparison, the verdict, the ablation, parameter importances) and ``plan.json``, the
+rules' plan with the winner's changes, sealed as `myaccel plan` seals a plan, so that
+`myaccel apply --plan` takes it (and journals it) as any plan.
+
+When the winner does not beat the plan in the final `ab`, ``plan.json`` is the rules' plan
+unchanged: "nothing measurably better than the plan" is a valid answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+
+from pydantic import Field
+
+from myaccel.artifacts import artifact
+from myaccel.knobs.server_knobs import ServerKnobs
+from myaccel.model import Frozen
+from myaccel.rules.model import Plan, Recommendation, target_knob
+
+TUNE_SCHEMA = "myaccel.tune/1"
+
+
+class TrialRow(Frozen):
+    number: int
+    state: str
+    stage: str
+    rung: int = 0
+    changes: dict[str, str] = Field(default_factory=dict)
+    delta_pct: float | None = None  # vs the plan, Hodges-Lehmann, same statistics as ab
+    runs_per_arm: int = 0
+    note: str = ""
+
+
+class FinalAb(Frozen):
+    runs_per_arm: int
+    delta_pct: float
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    mde_pct: float | None
+    verdicts: dict[str, str]  # cell -> improved / regressed / no change / inconclusive
+    comparison: str | None = None  # path of comparison.json (sandbox runs)
+
+
+class AblationRow(Frozen):
+    knob: str
+    value: str
+    plan_value: str
+    delta_without_pct: float  # the winner without this change, vs the plan
+    contribution_pct: float  # the winner's delta minus that
+
+
+class NoiseRow(Frozen):
+    aa_delta_pct: float
+    cv_pct: float
+    floor_pct: float
+    mde_pct: float | None
+    screen_pairs: int
+
+
+@artifact(TUNE_SCHEMA)
+class TuneResult(Frozen):
+    schema_version: str = TUNE_SCHEMA
+    created_at: str
+    target: str  # sandbox name or basedir
+    durability: str
+    workload: list[str]
+    searched: list[str]
+    left_out: dict[str, str] = Field(default_factory=dict)
+    noise: NoiseRow | None = None
+    trials: list[TrialRow] = Field(default_factory=list)
+    winner: dict[str, str] = Field(default_factory=dict)  # changes against the plan
+    winner_plan_values: dict[str, str] = Field(default_factory=dict)  # the plan's, same knobs
+    final: FinalAb | None = None
+    improved: bool = False
+    verdict: str
+    ablation: list[AblationRow] = Field(default_factory=list)
+    importances: dict[str, float] = Field(default_factory=dict)
+    study: str  # path of study.db
+    plan: str  # path of the (tuned or unchanged) plan.json
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def tuned_plan(
+    plan: Plan,
+    changes: Mapping[str, str],
+    sk: ServerKnobs | None,
+    *,
+    evidence: Mapping[str, str] | None = None,
+) -> Plan:
+    """``plan`` with ``changes`` (knob -> value): a rule's recommendation on the same knob
+    takes the measured value, other knobs get a ``tune-<knob>`` recommendation. Sealed."""
+    if not changes:
+        return plan
+    recs: list[Recommendation] = []
+    done: set[str] = set()
+    for r in plan.recommendations:
+        name = target_knob(r.target)
+        if name is not None and name in changes and r.action == "apply":
+            recs.append(_measured(r, name, changes[name], evidence))
+            done.add(name)
+        else:
+            recs.append(r)
+    for name, value in changes.items():
+        if name not in done:
+            recs.append(_new(name, value, sk, evidence))
+    note = f"tuned: {len(changes)} server knob(s) set from measurements (myaccel tune)"
+    return plan.model_copy(
+        update={"recommendations": recs, "warnings": [*plan.warnings, note], "digest": None}
+    ).sealed()
+
+
+def _measured(
+    r: Recommendation, name: str, value: str, evidence: Mapping[str, str] | None
+) -> Recommendation:
+    return r.model_copy(
+        update={
+            "id": f"tune-{name.replace('_', '-')}",
+            "proposed": value,
+            "rationale": f"measured by myaccel tune (the rule {r.id} proposed {r.proposed})",
+            "evidence": {**r.evidence, **(evidence or {})},
+            "effect_source": "myaccel tune: interleaved A/B against the rules' plan",
+            "confidence": "medium",
+        }
+    )
+
+
+def _new(
+    name: str, value: str, sk: ServerKnobs | None, evidence: Mapping[str, str] | None
+) -> Recommendation:
+    dynamic = sk.dynamic(name) if sk is not None and sk.exists(name) else False
+    durable = sk is not None and sk.knob(name).spec.durability
+    return Recommendation(
+        id=f"tune-{name.replace('_', '-')}",
+        layer="server",
+        title=f"Set {name} to the measured best",
+        target=f"mysql:{name}",
+        current=None,
+        proposed=value,
+        rationale="measured by myaccel tune: part of the configuration that beat the plan",
+        evidence=dict(evidence or {}),
+        expected_effect="see tune.json (final A/B and ablation)",
+        effect_source="myaccel tune: interleaved A/B against the rules' plan",
+        risk="durability" if durable else ("online" if dynamic else "restart"),
+        verify=f"SELECT @@{name}",
+        group="durability" if durable else "default",
+        confidence="medium",
+    )
