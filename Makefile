@@ -34,7 +34,7 @@ integration: system-deps venv
 	$(BIN)/pytest -q -m integration tests
 
 test: system-deps venv lint typecheck
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q --durations=40 tests
 
 demo: system-deps venv
 	@bash scripts/demo.sh
