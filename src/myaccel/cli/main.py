@@ -35,6 +35,7 @@ COMMANDS = {
     "report": "myaccel.cli.report:report",
     "profile": "myaccel.cli.profile:profile",
     "diagnose": "myaccel.cli.profile:diagnose",
+    "fleet-report": "myaccel.cli.fleet:fleet_report",
 }
 
 
