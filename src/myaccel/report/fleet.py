@@ -36,7 +36,7 @@ class HostRow:
     status: str
     changes: list[str] = field(default_factory=list)
     verdict: str = ""
-    journals: list[str] = field(default_factory=list)
+    journal: str = ""  # the journal of the fleet's apply on this host, with its state
     drift: list[str] = field(default_factory=list)
     note: str = ""
 
@@ -95,6 +95,16 @@ def _status(d: dict[str, dict[str, Any] | None], in_effect: list[str]) -> str:
     return "unchanged"
 
 
+def _journal_state(
+    journal: str | None, in_effect: list[str], rollback: dict[str, Any] | None
+) -> str:
+    if not journal:
+        return ", ".join(f"{j} (in effect)" for j in in_effect)
+    name = Path(journal).name
+    undone = rollback is not None and name in {Path(j).name for j in rollback.get("journals") or []}
+    return f"{name} ({'in effect' if name in in_effect and not undone else 'undone'})"
+
+
 def _host_row(hdir: Path) -> HostRow:
     d = {
         k: _read(hdir / f"{k}.json")
@@ -123,7 +133,7 @@ def _host_row(hdir: Path) -> HostRow:
         status=_status(d, in_effect),
         changes=changes,
         verdict=_verdict(d["canary"]),
-        journals=in_effect or ([Path(journal).name] if journal else []),
+        journal=_journal_state(journal, in_effect, d["rollback"]),
         drift=drift,
         note=str(health.get("error") or "")[:300],
     )
