@@ -45,34 +45,8 @@ options:
   reviewed:
     description: The reviewed class plan (its C(recommendations) list, as C(review) returned it).
     type: dict
-  executable:
-    description: The myaccel command.
-    type: str
-    default: myaccel
-  home:
-    description: MYACCEL_HOME on the host.
-    type: path
-  sandbox:
-    description: A myaccel sandbox name.
-    type: str
-  defaults_file:
-    description: Read only this option file for the connection.
-    type: path
-  socket:
-    description: Unix socket of the server.
-    type: path
-  login_host:
-    description: Server host.
-    type: str
-  login_port:
-    description: Server port.
-    type: int
-  login_user:
-    description: Server user.
-    type: str
-  login_password:
-    description: Server password (passed as MYSQL_PWD).
-    type: str
+extends_documentation_fragment:
+  - myaccel.fleet.server
 author:
   - myaccel developers
 """

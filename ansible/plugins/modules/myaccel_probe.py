@@ -23,34 +23,8 @@ options:
   out:
     description: Also write the full facts document (C(myaccel.facts/1)) to this file on the host.
     type: path
-  executable:
-    description: The myaccel command (the install role's venv puts it in C(/opt/myaccel/bin)).
-    type: str
-    default: myaccel
-  home:
-    description: MYACCEL_HOME on the host (journals, sandboxes).
-    type: path
-  sandbox:
-    description: A myaccel sandbox name instead of a server reached by the options below.
-    type: str
-  defaults_file:
-    description: Read only this option file for the connection.
-    type: path
-  socket:
-    description: Unix socket of the server.
-    type: path
-  login_host:
-    description: Server host.
-    type: str
-  login_port:
-    description: Server port.
-    type: int
-  login_user:
-    description: Server user.
-    type: str
-  login_password:
-    description: Server password (passed as MYSQL_PWD).
-    type: str
+extends_documentation_fragment:
+  - myaccel.fleet.server
 author:
   - myaccel developers
 """

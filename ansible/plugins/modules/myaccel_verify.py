@@ -24,34 +24,8 @@ options:
     description: Fail when a setting drifted.
     type: bool
     default: false
-  executable:
-    description: The myaccel command.
-    type: str
-    default: myaccel
-  home:
-    description: MYACCEL_HOME on the host (where the journals are).
-    type: path
-  sandbox:
-    description: A myaccel sandbox name.
-    type: str
-  defaults_file:
-    description: Read only this option file for the connection.
-    type: path
-  socket:
-    description: Unix socket of the server.
-    type: path
-  login_host:
-    description: Server host.
-    type: str
-  login_port:
-    description: Server port.
-    type: int
-  login_user:
-    description: Server user.
-    type: str
-  login_password:
-    description: Server password (passed as MYSQL_PWD).
-    type: str
+extends_documentation_fragment:
+  - myaccel.fleet.server
 author:
   - myaccel developers
 """
