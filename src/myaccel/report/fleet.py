@@ -19,7 +19,7 @@ from typing import Any
 from markupsafe import Markup
 
 from myaccel.artifacts import write_text
-from myaccel.errors import UsageError
+from myaccel.errors import DataError, UsageError
 from myaccel.report.render import _env
 
 FLEET_MD = "fleet-report.md"
@@ -65,7 +65,7 @@ def _read(path: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise UsageError(
+        raise DataError(
             f"cannot read {path}: {exc}", hint="collect the host again (collect.yml)"
         ) from None
     return doc if isinstance(doc, dict) else None
