@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: venv
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests ansible
+	$(BIN)/ruff format --check src tests ansible
 
 typecheck: venv
 	$(BIN)/mypy

@@ -65,7 +65,9 @@ def run(module, args, ok_rcs=(0,), parse=True):
     env.update(environ(module.params))
     rc, out, err = module.run_command(argv, environ_update=env)
     if rc not in ok_rcs:
-        module.fail_json(msg=error_lines(err) or f"myaccel exited {rc}", rc=rc, cmd=argv, stderr=err)
+        module.fail_json(
+            msg=error_lines(err) or f"myaccel exited {rc}", rc=rc, cmd=argv, stderr=err
+        )
     doc = None
     if parse and out.strip():
         try:

@@ -157,7 +157,9 @@ def main():
     if regressed and p["fail_on_regression"]:
         module.fail_json(
             msg="the plan regressed on the canary's sandbox: "
-            + ", ".join(f"{c['workload']}/{c['threads']} {c['delta_pct']:+.1f}%" for c in regressed),
+            + ", ".join(
+                f"{c['workload']}/{c['threads']} {c['delta_pct']:+.1f}%" for c in regressed
+            ),
             **result,
         )
     module.exit_json(**result)

@@ -109,7 +109,12 @@ def main():
         )
     doc = doc or {}
     diff = [
-        {"before_header": f["path"], "after_header": f["path"], "before": f["before"], "after": f["after"]}
+        {
+            "before_header": f["path"],
+            "after_header": f["path"],
+            "before": f["before"],
+            "after": f["after"],
+        }
         for f in doc.get("files", [])
     ]
     module.exit_json(
