@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe
+.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe fleet-test
 
 system-deps:
 	@bash scripts/ensure-system-deps.sh
@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: venv
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests ansible
+	$(BIN)/ruff format --check src tests ansible
 
 typecheck: venv
 	$(BIN)/mypy
@@ -35,6 +35,11 @@ integration: system-deps venv
 
 test: system-deps venv lint typecheck
 	$(BIN)/pytest -q --durations=40 tests
+	$(MAKE) fleet-test
+
+# The Ansible collection (ansible/) against three local hosts, each with its own sandbox.
+fleet-test: system-deps venv
+	$(BIN)/python ansible/tests/fleet_test.py
 
 demo: system-deps venv
 	@bash scripts/demo.sh

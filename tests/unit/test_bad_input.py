@@ -93,6 +93,8 @@ def make_inputs(d: Path) -> None:
     (d / "nonempty").mkdir()
     (d / "nonempty" / "notes.txt").write_text("someone's files\n")
     (d / "emptydir").mkdir()
+    (d / "fleet" / "hosts" / "db1").mkdir(parents=True)
+    (d / "fleet" / "hosts" / "db1" / "probe.json").write_text("{not json")
     (d / "a-file").write_text("not a directory\n")
     (d / "script.sh").write_text("#!/bin/sh\necho hi\n")
     (d / "bad.cnf").write_text("[mysqld]\ninnodb_buffer_pool_size = 1G\n")
@@ -402,6 +404,10 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("accelerate-durability-bad", ["accelerate", "--durability", "lax"], USAGE, "--durability"),
     ("accelerate-out-not-empty", ["accelerate", "--out", "{in_}/nonempty"], USAGE, "not empty"),
     ("accelerate-no-server", ["accelerate", *NO_SERVER], CONN, "cannot reach"),
+    # --- fleet-report
+    ("fleet-report-no-args", ["fleet-report"], USAGE, "FLEET_DIR"),
+    ("fleet-report-no-hosts", ["fleet-report", "{in_}/emptydir"], USAGE, "no hosts/"),
+    ("fleet-report-damaged", ["fleet-report", "{in_}/fleet"], DATA, "cannot read"),
     # --- report
     ("report-no-args", ["report"], USAGE, "RUN_DIRS"),
     ("report-missing", ["report", "/nonexistent"], USAGE, ""),

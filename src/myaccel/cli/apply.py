@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 import click
 
-from myaccel.actions import apply_changes, rollback, verify_journal
+from myaccel.actions import apply_changes, preview, rollback, verify_journal
 from myaccel.actions.applier import finish_journal, finish_rollback
 from myaccel.actions.crashpoint import crash_point
 from myaccel.actions.guard import check_apply
@@ -68,6 +69,14 @@ class ApplyOptions(ServerOptions):
     conf_dir: str | None = None
     server_unit: str | None = None
     persist_vars: bool = False
+    as_json: bool = False
+
+
+def _echo_json(doc: dict[str, Any]) -> None:
+    click.echo(json.dumps(doc, indent=2))
+
+
+_JSON_HELP = "Print one JSON document (for automation: the Ansible collection) instead of lines."
 
 
 @click.command()
@@ -96,10 +105,14 @@ class ApplyOptions(ServerOptions):
     is_flag=True,
     help="MySQL 8: SET PERSIST instead of SET GLOBAL (refused on MariaDB).",
 )
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @options_into(ApplyOptions)
 def apply(opts: ApplyOptions) -> None:
     """Apply a plan with a journal written before every change; restart and health-check
-    the server when needed, rolling back automatically if it does not come back healthy."""
+    the server when needed, rolling back automatically if it does not come back healthy.
+
+    With --json: one document with the changes, the skipped recommendations, the files
+    written (before and after; predicted by --dry-run) and the journal."""
     plan = load_plan(opts.plan_file)
     dry_run = opts.dry_run
     only = _split_ids(opts.only)
@@ -140,18 +153,33 @@ def apply(opts: ApplyOptions) -> None:
     if not dry_run and handle.kind == "sandbox" and handle.conf_dir is not None:
         handle.conf_dir.mkdir(exist_ok=True)  # the sandbox's own option directory
     planned, unchanged = preview_changes(pc.changes, new_dirs)
-    for s, desired, ch in planned:
-        click.echo(
-            f"{'would change' if dry_run else 'change'} {s.target}: {ch.current} -> {desired} ({ch.takes_effect})"
-        )
-    for t in unchanged:
-        click.echo(f"unchanged {t}")
-    if dry_run:
-        _print_dry_run_paths(planned, new_dirs, jdir)
+    doc: dict[str, Any] = {
+        "dry_run": dry_run,
+        "changed": bool(planned),
+        "changes": [
+            {
+                "target": s.target,
+                "current": ch.current,
+                "desired": d,
+                "takes_effect": ch.takes_effect,
+            }
+            for s, d, ch in planned
+        ],
+        "unchanged": unchanged,
+        "skipped": [{"id": r.id, "why": why} for r, why in pc.skipped],
+        "files": [],
+        "journal": None,
+    }
+    before = preview.read_texts(preview.written_paths(planned))
     if dry_run or not planned:
-        if not planned:
-            click.echo("nothing to change")
+        if opts.as_json:
+            doc["files"] = preview.file_diffs(before, preview.predict_texts(planned))
+            _echo_json(doc)
+        else:
+            _print_preview(planned, unchanged, new_dirs, jdir, dry_run)
         return
+    if not opts.as_json:
+        _print_preview(planned, unchanged, new_dirs, jdir, dry_run)
     if not opts.yes:
         click.confirm(f"apply {len(planned)} change(s)?", abort=True)
     res = apply_changes(
@@ -170,9 +198,29 @@ def apply(opts: ApplyOptions) -> None:
         problems = health_check(handle, {k: v for k, v in pc.server_values.items()})
         if problems:
             note("warning: " + "; ".join(problems))
+    if opts.as_json:
+        doc["journal"] = str(jpath)
+        doc["files"] = preview.file_diffs(before, preview.read_texts(map(Path, before)))
+        _echo_json(doc)
+        return
     click.echo(
         f"applied {len(res.changes)} change(s); undo with: myaccel rollback --journal {jpath}"
     )
+
+
+def _print_preview(
+    planned: list[Any], unchanged: list[str], new_dirs: tuple[Path, ...], jdir: Path, dry_run: bool
+) -> None:
+    for s, desired, ch in planned:
+        click.echo(
+            f"{'would change' if dry_run else 'change'} {s.target}: {ch.current} -> {desired} ({ch.takes_effect})"
+        )
+    for t in unchanged:
+        click.echo(f"unchanged {t}")
+    if dry_run:
+        _print_dry_run_paths(planned, new_dirs, jdir)
+    if not planned:
+        click.echo("nothing to change")
 
 
 def _print_dry_run_paths(planned: list[Any], new_dirs: tuple[Path, ...], jdir: Path) -> None:
@@ -236,6 +284,7 @@ class RollbackOptions(ServerOptions):
     list_: bool = False
     force: bool = False
     ignore_checksum: bool = False
+    as_json: bool = False
 
 
 @click.command(name="rollback")
@@ -253,17 +302,25 @@ class RollbackOptions(ServerOptions):
     is_flag=True,
     help="Undo a journal whose checksum does not match (after review).",
 )
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @options_into(RollbackOptions)
 def rollback_cmd(opts: RollbackOptions) -> None:
     """Undo an apply, newest change first, byte for byte; completes an unfinished one
     (after a crash it starts a stopped server it knows how to start).
 
     The server recorded in the journal at apply is the default; server options (or
-    --sandbox) override how it is reached (the journal never stores a password)."""
+    --sandbox) override how it is reached (the journal never stores a password).
+
+    With --json: one document (the journal and what was reverted; with --list, the
+    journals and their status); no journal in effect is then not an error but
+    ``"journal": null`` (nothing to undo)."""
     jdir = journals_dir()
     if opts.list_:
-        for p in Journal.list_paths(jdir):
-            click.echo(f"{p.name}  {Journal.checked_status(p)}")
+        _list_journals(jdir, opts.as_json)
+        return
+    in_effect = opts.journal_file or Journal.find_unfinished(jdir) or Journal.find_active(jdir)
+    if opts.as_json and not in_effect:
+        _echo_json({"journal": None, "reverted": [], "warnings": []})
         return
     path = Path(opts.journal_file) if opts.journal_file else journal_in_effect(jdir)
     journal = Journal.load(path, verify_checksum=not opts.ignore_checksum)
@@ -289,8 +346,9 @@ def rollback_cmd(opts: RollbackOptions) -> None:
     )
     for w in res.warnings:
         note(w)
-    for t in res.reverted:
-        click.echo(f"reverted {t}")
+    if not opts.as_json:
+        for t in res.reverted:
+            click.echo(f"reverted {t}")
     if restart and handle is not None:
         if not started:
             handle.restart(note)
@@ -300,12 +358,25 @@ def rollback_cmd(opts: RollbackOptions) -> None:
         note("warning: restart the server yourself: its option files were restored")
     if handle is not None and handle.params is not None:
         check_after_rollback(handle, journal, note)
+    if opts.as_json:
+        _echo_json({"journal": str(path), "reverted": res.reverted, "warnings": res.warnings})
+        return
     click.echo(f"rolled back {path.name}")
+
+
+def _list_journals(jdir: Path, as_json: bool) -> None:
+    listed = [(p, Journal.checked_status(p)) for p in Journal.list_paths(jdir)]
+    if as_json:
+        _echo_json({"journals": [{"path": str(p), "status": st} for p, st in listed]})
+        return
+    for p, st in listed:
+        click.echo(f"{p.name}  {st}")
 
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyOptions(ServerOptions):
     journal_file: str | None = None
+    as_json: bool = False
 
 
 @click.command()
@@ -316,21 +387,30 @@ class VerifyOptions(ServerOptions):
     metavar="FILE",
     help="Journal to check (default: the newest applied).",
 )
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @options_into(VerifyOptions)
 def verify(opts: VerifyOptions) -> None:
     """What has drifted since apply (a reboot, a restart, a hand edit).
 
-    The server recorded in the journal is the default; server options override it."""
+    The server recorded in the journal is the default; server options override it.
+    With --json: ``{"journal", "drift": [{target, expected, actual}]}`` (exit 1 on drift;
+    no applied journal is ``"journal": null``, exit 0)."""
     path = Path(opts.journal_file) if opts.journal_file else None
     if path is None:
         applied = [
             p for p in Journal.list_paths(journals_dir()) if Journal.peek_status(p) == "applied"
         ]
+        if not applied and opts.as_json:
+            _echo_json({"journal": None, "drift": []})
+            return
         if not applied:
             raise UsageError("no applied journal to verify", hint="see: myaccel rollback --list")
         path = applied[-1]
     handle = _rollback_handle(path, Journal.load(path), opts.conn)
     drift = verify_journal(path, connect=handle.connector() if handle and handle.params else None)
+    if opts.as_json:
+        _echo_json({"journal": str(path), "drift": [d.model_dump(mode="json") for d in drift]})
+        sys.exit(1 if drift else 0)
     if not drift:
         click.echo("no drift: every applied setting is in place")
         return

@@ -38,6 +38,7 @@ COMMANDS = {
     "clone": "myaccel.cli.clone:clone",
     "capture": "myaccel.cli.capture:capture",
     "tune": "myaccel.cli.tune:tune",
+    "fleet-report": "myaccel.cli.fleet:fleet_report",
 }
 
 

@@ -1,0 +1,69 @@
+"""The files an apply writes, before and after, as text: what ``apply --json`` reports
+(a dry run predicts the after side from the managed file's own rendering; a real apply
+reads it back), so automation can show an option-file diff (Ansible's ``--diff``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from myaccel.actions.files import host_path
+from myaccel.actions.settings.base import Change, ManagedEntrySetting, Setting
+from myaccel.errors import MyaccelError
+
+
+def _text(raw: bytes | None) -> str:
+    return "" if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def written_paths(planned: Iterable[tuple[Setting, str, Change]]) -> list[Path]:
+    """Host paths of the files the planned changes write, in first-seen order."""
+    out: list[Path] = []
+    for s, _desired, ch in planned:
+        root = getattr(s, "root", Path("/"))
+        for w in ch.writes:
+            if w.startswith("/"):
+                p = host_path(Path(root), w)
+                if p not in out:
+                    out.append(p)
+    return out
+
+
+def read_texts(paths: Iterable[Path]) -> dict[str, str]:
+    """Path -> current content ("" when absent or unreadable)."""
+    out: dict[str, str] = {}
+    for p in paths:
+        try:
+            out[str(p)] = p.read_text(errors="replace")
+        except OSError:
+            out[str(p)] = ""
+    return out
+
+
+def predict_texts(planned: Iterable[tuple[Setting, str, Change]]) -> dict[str, str]:
+    """Path -> the content a managed file would have after the planned changes (files
+    myaccel regenerates: option files, sysctl and systemd drop-ins). Files it does not
+    regenerate, or that are not its own, are left out."""
+    files: dict[str, tuple[ManagedEntrySetting, dict[str, dict[str, str]]]] = {}
+    for s, desired, _ch in planned:
+        if not isinstance(s, ManagedEntrySetting):
+            continue
+        key = str(host_path(s.root, s.path))
+        if key not in files:
+            try:
+                files[key] = (s, s._managed().load())
+            except MyaccelError:
+                continue  # not ours: apply refuses it anyway
+        entries = files[key][1]
+        managed = s._managed()
+        entries.setdefault(s.section, {})[managed.normalize_key(s.key)] = desired
+    return {k: _text(s._managed().render(e)) for k, (s, e) in files.items()}
+
+
+def file_diffs(before: dict[str, str], after: dict[str, str]) -> list[dict[str, str]]:
+    """``[{path, before, after}]`` for the files whose content differs."""
+    return [
+        {"path": p, "before": before.get(p, ""), "after": a}
+        for p, a in after.items()
+        if a != before.get(p, "")
+    ]

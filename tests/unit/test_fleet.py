@@ -1,0 +1,103 @@
+"""The pieces behind the Ansible collection that run without a server: the option-file
+preview of ``apply --json`` (predicted by a dry run, read back after apply) and the fleet
+report drawn from per-host artifacts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_actions import CONF_DIR, make_root
+
+from myaccel.actions import apply_changes, preview
+from myaccel.actions.applier import plan_changes
+from myaccel.actions.settings import OptionFileSetting
+from myaccel.report.fleet import build_fleet, write_fleet_report
+
+
+def test_predicted_option_file_is_what_apply_writes(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "root")
+    changes = [
+        (OptionFileSetting("mysqld", "innodb_io_capacity", root=root, conf_dir=CONF_DIR), "2000"),
+        (
+            OptionFileSetting("mysqld", "innodb_log_buffer_size", root=root, conf_dir=CONF_DIR),
+            "64M",
+        ),
+    ]
+    planned, _ = plan_changes(changes)
+    paths = preview.written_paths(planned)
+    assert [p.name for p in paths] == ["99-myaccel.cnf"]
+    before = preview.read_texts(paths)
+    predicted = preview.predict_texts(planned)
+    apply_changes(changes, tmp_path / "journals")
+    after = preview.read_texts(paths)
+    assert predicted == after
+    diffs = preview.file_diffs(before, after)
+    assert len(diffs) == 1 and diffs[0]["before"] == ""
+    assert "innodb_log_buffer_size = 64M" in diffs[0]["after"]
+    assert preview.file_diffs(after, preview.read_texts(paths)) == []
+
+
+def _write(path: Path, doc: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+def test_fleet_report_from_host_artifacts(tmp_path: Path) -> None:
+    klass = "x86_64__xeon__2c__24g__mariadb__10_11"
+    probe = {
+        "class": klass,
+        "arch": "x86_64",
+        "cpu_part": "Xeon",
+        "logical_cpus": 2,
+        "memory_gib": 24,
+        "flavor": "mariadb",
+        "version": "10.11.19",
+    }
+    change = {"target": "mycnf:mysqld/innodb_log_buffer_size", "current": None, "desired": "64M"}
+    _write(
+        tmp_path / "plans" / f"{klass}.json",
+        {"recommendations": [{"id": "server-log-buffer", "target": "mysql:x", "proposed": "64M"}]},
+    )
+    _write(tmp_path / "holds" / f"{klass}.json", {"host": "db2"})
+    h = tmp_path / "hosts"
+    _write(h / "db1" / "probe.json", {**probe, "canary": True})
+    _write(h / "db1" / "apply.json", {"changed": True, "changes": [change], "journal": "/j/1.json"})
+    _write(
+        h / "db1" / "canary.json",
+        {
+            "cells": [
+                {
+                    "workload": "oltp_read_write",
+                    "threads": 4,
+                    "verdict": "improved",
+                    "delta_pct": 3.5,
+                }
+            ]
+        },
+    )
+    _write(
+        h / "db1" / "verify.json",
+        {
+            "verify": {"drift": [{"target": "mysql:x", "expected": "64M", "actual": "16M"}]},
+            "journals_in_effect": ["/j/1.json"],
+        },
+    )
+    _write(h / "db2" / "probe.json", probe)
+    _write(h / "db2" / "apply.json", {"changed": True, "changes": [change], "journal": "/j/1.json"})
+    _write(h / "db2" / "health.json", {"error": "site check failed", "rollback": {}})
+    _write(h / "db3" / "probe.json", probe)
+
+    f = build_fleet(tmp_path)
+    rows = {r.host: r for r in f.hosts}
+    assert rows["db1"].status == "applied" and rows["db1"].canary
+    assert rows["db1"].journal == "1.json (in effect)"
+    assert rows["db1"].drift == ["mysql:x: expected 64M, found 16M"]
+    assert rows["db2"].status == "failed health check: rolled back"
+    assert rows["db3"].status == "unchanged"
+    assert f.classes[0].held_by == "db2"
+    md, html = write_fleet_report(tmp_path)
+    text = md.read_text()
+    assert "oltp_read_write/4: improved +3.5%" in text and "held after db2" in text
+    assert "site check failed" in text
+    assert "<style>" in html.read_text()
