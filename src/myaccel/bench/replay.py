@@ -90,9 +90,7 @@ def captured_rate(workload: Workload) -> float:
     return n / workload.window_s if workload.window_s else 0.0
 
 
-def check_schemas(target: ConnectParams, workload: Workload) -> None:
-    """Refuse a server that lacks a schema (or a table of one) the replay touches."""
-    want = {s.name: s.tables for s in workload.schemas if s.name in workload.schema_names}
+def _tables(target: ConnectParams) -> dict[str, set[str]]:
     conn = connect(target)
     try:
         rows = query_rows(
@@ -104,6 +102,44 @@ def check_schemas(target: ConnectParams, workload: Workload) -> None:
     have: dict[str, set[str]] = {}
     for schema, table in rows:
         have.setdefault(str(schema), set()).add(str(table))
+    return have
+
+
+def create_schemas(target: ConnectParams, workload: Workload) -> list[str]:
+    """Create, from the DDL the capture stored, the schemas the replay touches that
+    ``target`` lacks entirely (empty tables: no data was captured); the names created.
+    A schema that exists is left as it is (``check_schemas`` judges it)."""
+    have = _tables(target)
+    todo = [s for s in workload.schemas if s.name in workload.schema_names and s.name not in have]
+    if not todo:
+        return []
+    conn = connect(target)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION foreign_key_checks = 0")
+            for s in todo:
+                if not s.ddl:
+                    raise UsageError(
+                        f"the server lacks schema '{s.name}' and the capture holds no DDL "
+                        "for it (an older capture)",
+                        hint="capture again (captures store the touched schemas' DDL), or "
+                        "load a dump of the schema into the sandbox first",
+                    )
+                quoted = "`" + s.name.replace("`", "``") + "`"
+                first, *tables = s.ddl
+                cur.execute(first.replace("CREATE DATABASE", "CREATE DATABASE IF NOT EXISTS", 1))
+                cur.execute(f"USE {quoted}")
+                for sql in tables:
+                    cur.execute(sql)
+    finally:
+        conn.close()
+    return [s.name for s in todo]
+
+
+def check_schemas(target: ConnectParams, workload: Workload) -> None:
+    """Refuse a server that lacks a schema (or a table of one) the replay touches."""
+    want = {s.name: s.tables for s in workload.schemas if s.name in workload.schema_names}
+    have = _tables(target)
     for name in workload.schema_names:
         missing = [t for t in want.get(name, []) if t not in have.get(name, set())]
         if name not in have or missing:
