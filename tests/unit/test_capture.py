@@ -354,3 +354,24 @@ def test_accelerate_workload_file_on_a_sandbox_only(tmp_path: Path, myaccel_home
         cli, ["accelerate", "--socket", str(tmp_path / "no.sock"), "--workload-file", str(w)]
     )
     assert r.exit_code != 0 and "on a sandbox only" in r.stderr, r.output
+
+
+def test_report_shows_workloads_and_fidelity(tmp_path: Path) -> None:
+    from myaccel.report import write_report
+
+    w = _workload({"SELECT a FROM t WHERE id = ?": 60, "UPDATE t SET b = ?": 40})
+    r = _workload({"SELECT a FROM t WHERE id = ?": 58, "UPDATE t SET b = ?": 42})
+    r = r.model_copy(update={"created_at": "2026-01-01T00:01:00+00:00", "replay_of": w.created_at})
+    d = tmp_path / "caps"
+    d.mkdir()
+    save(d / "w.json", w)
+    save(d / "r.json", r)
+    out = tmp_path / "out"
+    write_report([d], out, html=True, md=True)
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    assert "## Workloads" in md and "### w.json" in md
+    assert "`select a from t where id = ?`" in md and "| 60.0 |" in md
+    assert "### r.json: the capture of a replay of" in md
+    assert "| 60.0 | 58.0 | -2.0 |" in md and "the mix matches" in md
+    assert 'id="workloads"' in html and "Fidelity (captured vs replayed)" in html

@@ -119,6 +119,7 @@ class Workload(_Model):
     overhead: Overhead | None = None
     settings_changed: list[str] = Field(default_factory=list)  # targets capture switched
     journal: str | None = None
+    replay_of: str | None = None  # capture --check: the replayed workload's created_at
     notes: list[str] = Field(default_factory=list)
 
     def replay_classes(self) -> list[StatementClass]:
