@@ -375,3 +375,18 @@ def test_report_shows_workloads_and_fidelity(tmp_path: Path) -> None:
     assert "### r.json: the capture of a replay of" in md
     assert "| 60.0 | 58.0 | -2.0 |" in md and "the mix matches" in md
     assert 'id="workloads"' in html and "Fidelity (captured vs replayed)" in html
+
+
+def test_sequence_mode_script_and_replay_flags(tmp_path: Path, myaccel_home: Path) -> None:
+    w = _workload({"SELECT a FROM t WHERE id = ?": 4, "SET x = ?": 2, "UPDATE t SET b = ?": 2})
+    lua = replay_lua(w, "sequence")
+    body = lua.split("traces = {", 1)[1]
+    assert body.count("  {\n") == 4  # one trace per connection
+    assert "SET x" not in body and "[[SELECT a FROM t WHERE id = 0]]" in body
+    assert replay_lua(w) != lua and "traces" not in replay_lua(w)
+    with pytest.raises(UsageError, match="no connection traces"):
+        replay_lua(w.model_copy(update={"connections": []}), "sequence")
+    r = CliRunner().invoke(cli, ["bench", "--paced", "--sandbox", "x"])
+    assert r.exit_code == 2 and "--workload-file" in r.stderr
+    r = CliRunner().invoke(cli, ["ab", "--help"])
+    assert "--replay-mode" in r.stdout and "--paced" in r.stdout

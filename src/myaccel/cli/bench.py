@@ -129,6 +129,8 @@ class SweepFlags(ProfileFlags):
     out_dir: str | None = None
     cleanup: bool = False
     workload_file: str | None = None
+    replay_mode: str = "mix"
+    paced: bool = False
 
     def harness_options(self) -> HarnessOptions:
         """``--dataset``, ``--ps-mode``, ``--pin-client`` (checked here) and ``--cleanup``."""
@@ -161,14 +163,46 @@ workload_file_option = click.option(
 )
 
 
+replay_options = [
+    click.option(
+        "--replay-mode",
+        type=click.Choice(["mix", "sequence"]),
+        default="mix",
+        show_default=True,
+        help="With --workload-file: mix = each statement drawn from the captured mix; "
+        "sequence = each thread replays a captured connection's statements in order "
+        "(transactions kept together).",
+    ),
+    click.option(
+        "--paced",
+        is_flag=True,
+        help="With --workload-file: replay at the captured statements per second "
+        "(sysbench --rate) instead of as fast as the server answers.",
+    ),
+]
+
+
 def sweep_profile(flags: SweepFlags) -> tuple[Profile, Workload | None]:
-    """The profile of ``flags``; with ``--workload-file``, the replay of that workload."""
+    """The profile of ``flags``; with ``--workload-file``, the replay of that workload
+    (``--replay-mode``, ``--paced``)."""
+    from typing import cast
+
     from myaccel.bench.profiles import build_profile
-    from myaccel.bench.replay import replay_profile, write_replay_script
+    from myaccel.bench.replay import (
+        ReplayMode,
+        captured_rate,
+        replay_profile,
+        write_replay_script,
+    )
     from myaccel.bench.workload import load_replayable
 
     prof = build_profile(flags.profile_options())
     if flags.workload_file is None:
+        if flags.paced or flags.replay_mode != "mix":
+            raise UsageError(
+                "--paced and --replay-mode apply to the replay of a captured workload",
+                hint="add --workload-file W.json (a file of `myaccel capture`)",
+            )
         return prof, None
     if flags.workload:
         raise UsageError(
@@ -176,8 +210,10 @@ def sweep_profile(flags: SweepFlags) -> tuple[Profile, Workload | None]:
             hint="drop --workload (or --workload-file)",
         )
     w = load_replayable(Path(flags.workload_file))
-    script = write_replay_script(w)
-    return replay_profile(prof, w, script, threads_given=flags.threads is not None), w
+    script = write_replay_script(w, mode=cast(ReplayMode, flags.replay_mode))
+    rate = captured_rate(w) if flags.paced else None
+    given = flags.threads is not None
+    return replay_profile(prof, w, script, threads_given=given, rate_per_s=rate), w
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -267,6 +303,7 @@ def sweep_options(f: F) -> F:
             help="Drop an existing dataset of another size and prepare anew.",
         ),
         workload_file_option,
+        *replay_options,
     ]
     for o in reversed(opts):
         f = o(f)
