@@ -390,3 +390,34 @@ def test_sequence_mode_script_and_replay_flags(tmp_path: Path, myaccel_home: Pat
     assert r.exit_code == 2 and "--workload-file" in r.stderr
     r = CliRunner().invoke(cli, ["ab", "--help"])
     assert "--replay-mode" in r.stdout and "--paced" in r.stdout
+
+
+def test_holdout_stage_records_both_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from myaccel.build import holdout
+    from myaccel.build.flags import BuildRequest
+
+    calls: list[tuple[Path, str, str]] = []
+
+    def fake_train(basedir: Path, home: Path, wl: object, log: object, **kw: object) -> dict:  # type: ignore[type-arg]
+        calls.append((basedir, getattr(wl, "part", ""), str(kw["name"])))
+        return {"runs": [{"statements_per_s": 900.0 if "this" in str(kw["name"]) else 1000.0}]}
+
+    monkeypatch.setattr(holdout, "train_sandbox", fake_train)
+    req = BuildRequest(train_workload=str(tmp_path / "w.json"), holdout=True, compare_with="/base")
+    ctx = SimpleNamespace(
+        request=req,
+        layout=SimpleNamespace(install=tmp_path / "install", work=tmp_path / "work"),
+        progress=SimpleNamespace(note=lambda m: None),
+        manifest=SimpleNamespace(measurements={}),
+        toolchain=SimpleNamespace(cross=None),
+    )
+    stage = holdout.HoldoutStage()
+    assert stage.skip_reason(ctx) is None  # type: ignore[arg-type]
+    res = stage.run(ctx, (tmp_path / "log").open("w"))  # type: ignore[arg-type]
+    assert [(c[1]) for c in calls] == ["holdout", "holdout"]
+    assert calls[1][0] == Path("/base")
+    m = ctx.manifest.measurements["holdout"]
+    assert m["delta_pct"] == -10.0 and m["regressed"] is True
+    assert "slower by more than 5%" in res["summary"]
