@@ -17,7 +17,13 @@ from myaccel.bench.session import BenchResult
 from myaccel.bench.workload import Workload
 from myaccel.cli import ranges
 from myaccel.cli.ab import render_ab, terminate_as_interrupt
-from myaccel.cli.bench import ProfileFlags, render_bench, workload_file_option
+from myaccel.cli.bench import (
+    ProfileFlags,
+    ReplayFlags,
+    render_bench,
+    replay_options,
+    workload_file_option,
+)
 from myaccel.cli.common import ServerOptions, command_line, options_into, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
@@ -26,7 +32,7 @@ from myaccel.errors import UsageError
 
 
 @dataclass(frozen=True, kw_only=True)
-class AccelerateOptions(ServerOptions, ProfileFlags):
+class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags):
     durability: str = "strict"
     out_dir: str | None = None
     server_unit: str | None = None
@@ -34,7 +40,6 @@ class AccelerateOptions(ServerOptions, ProfileFlags):
     yes: bool = False
     create: bool = False
     measure_storage: bool | None = None  # default: on a sandbox yes, on a live server no
-    workload_file: str | None = None
 
 
 class AccelerateProgress(TerminalProgress):
@@ -64,19 +69,13 @@ def _replay(
 ) -> tuple[Profile, Workload | None]:
     """With --workload-file: the replay of the captured workload (sandbox mode only: its
     writes would change an existing server's data)."""
-    if opts.workload_file is None:
-        return prof, None
-    if isinstance(target, pipeline.ExistingServer):
+    if opts.workload_file is not None and isinstance(target, pipeline.ExistingServer):
         raise UsageError(
             "--workload-file replays captured statements, writes included: accelerate "
             "replays them on a sandbox only",
             hint="drop the server options (a sandbox named 'accelerate') or pass --sandbox NAME",
         )
-    from myaccel.bench.replay import replay_profile, write_replay_script
-    from myaccel.bench.workload import load_replayable
-
-    w = load_replayable(Path(opts.workload_file))
-    return replay_profile(prof, w, write_replay_script(w), threads_given=False), w
+    return opts.replay(prof, threads_given=False)
 
 
 @click.command()
@@ -110,6 +109,8 @@ def _replay(
     "device). Default: on for a sandbox; off for an existing server, whose disk it would load.",
 )
 @workload_file_option
+@replay_options[0]
+@replay_options[1]
 @options_into(AccelerateOptions)
 def accelerate(opts: AccelerateOptions) -> None:
     """Probe, benchmark the defaults, plan, apply the plan's server layer, benchmark again
