@@ -94,7 +94,7 @@ def _settings(sb: Sandbox) -> dict[str, Any]:
     return out
 
 
-def _capture_and_replay(p: Pair, tmp_path: Path, source: str) -> None:
+def _capture_and_replay(p: Pair, tmp_path: Path, source: str) -> Path:
     before = _settings(p.a)
     w_path, r_path = tmp_path / "w.json", tmp_path / "r.json"
     driver = demo.Driver(p.a.connect_params(), threads=4).start()
@@ -133,10 +133,47 @@ def _capture_and_replay(p: Pair, tmp_path: Path, source: str) -> None:
     assert {r.text for r in fid.rows} == {text for _, text in demo.MIX}, format_fidelity(fid)
     assert fid.mix_matches, format_fidelity(fid)
     assert fid.replayed_connections == 4
+    ddl = w.schemas[0].ddl  # what a sandbox without the schema is given
+    assert ddl[0].startswith("CREATE DATABASE") and len(ddl) == 1 + len(w.schemas[0].tables)
+    return w_path
 
 
 def test_mariadb_general_log(mariadb: Pair, tmp_path: Path) -> None:
-    _capture_and_replay(mariadb, tmp_path, "general_log")
+    w_path = _capture_and_replay(mariadb, tmp_path, "general_log")
+    # each connection's statements in order, at the captured rate
+    code, _out, err = mariadb.run(
+        "bench",
+        "--sandbox",
+        mariadb.b.name,
+        "--workload-file",
+        str(w_path),
+        "--replay-mode",
+        "sequence",
+        "--paced",
+        "--time",
+        "2",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+        "--out",
+        str(tmp_path / "seq"),
+    )
+    assert code == 0, err
+    run = json.loads(next((tmp_path / "seq").rglob("run-001.json")).read_text())
+    assert run["summary"]["queries"] > 0 and "--rate=" in " ".join(run["command"])
+    # PGO training's replay (build --train W.json) on a new server: the schema from the DDL
+    from myaccel.build.train import ReplayWorkload, train_sandbox
+    from myaccel.server.sandbox.install import find_server
+
+    with (tmp_path / "train.log").open("w") as log:
+        detail = train_sandbox(
+            find_server(flavor="mariadb").basedir,
+            tmp_path / "train-home",
+            ReplayWorkload(str(w_path), "train", duration_s=2),
+            log,
+        )
+    assert detail["runs"][0]["statements_per_s"] > 0, (tmp_path / "train.log").read_text()
 
 
 def test_mysql_performance_schema(mysql: Pair, tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ from myaccel.capture.redaction import redact_workload
 from myaccel.cli.main import cli
 from myaccel.errors import UsageError
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
 
 @pytest.mark.parametrize(
     ("sql", "text"),
@@ -204,3 +206,218 @@ def test_cli_workload_file_refuses_workload_too(tmp_path: Path, myaccel_home: Pa
     assert r.exit_code == 2 and "--workload-file" in r.stderr
     r = CliRunner().invoke(cli, ["capture", "--help"])
     assert r.exit_code == 0 and "--redact" in r.stdout
+
+
+def test_split_examples_keeps_the_mix() -> None:
+    w = _workload({"SELECT a FROM t WHERE id = ?": 6, "UPDATE t SET b = 1": 2})
+    train, held = w.split_examples()
+    by_id = {c.id: c for c in w.classes}
+    for t, h in zip(train.classes, held.classes, strict=True):
+        full = by_id[t.id]
+        assert t.count == h.count == full.count  # the same mix on both sides
+        if len(full.examples) > 1:
+            assert set(t.examples).isdisjoint(h.examples)
+            assert sorted(t.examples + h.examples) == sorted(full.examples)
+        else:  # one example: in both
+            assert t.examples == h.examples == full.examples
+    assert not train.connections and "held out" in held.notes[-1]
+    assert "1 class(es) with one example in both" in held.notes[-1]
+
+
+def test_holdout_verdict() -> None:
+    from myaccel.build.holdout import holdout_verdict
+
+    assert holdout_verdict(900.0, 1000.0) == {"delta_pct": -10.0, "regressed": True}
+    assert holdout_verdict(990.0, 1000.0) == {"delta_pct": -1.0, "regressed": False}
+    assert holdout_verdict(990.0, None) == {"delta_pct": None, "regressed": None}
+
+
+class _Cursor:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def __enter__(self) -> _Cursor:
+        return self
+
+    def __exit__(self, *a: object) -> None:
+        return None
+
+    def execute(self, sql: str) -> None:
+        self.log.append(sql)
+
+
+class _Conn:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def cursor(self) -> _Cursor:
+        return _Cursor(self.log)
+
+    def close(self) -> None:
+        return None
+
+
+def test_create_schemas_from_the_ddl(monkeypatch: pytest.MonkeyPatch) -> None:
+    from myaccel.bench import replay
+    from myaccel.bench.workload import SchemaInfo
+
+    w = _workload({"SELECT a FROM t WHERE id = ?": 3})
+    ddl = ["CREATE DATABASE `shop` /* x */", "CREATE TABLE `t` (`a` int)"]
+    w = w.model_copy(update={"schemas": [SchemaInfo(name="shop", tables=["t"], ddl=ddl)]})
+    log: list[str] = []
+    monkeypatch.setattr(replay, "connect", lambda p: _Conn(log))
+    monkeypatch.setattr(replay, "_tables", lambda p: {"mysql": {"user"}})
+    assert replay.create_schemas(None, w) == ["shop"]  # type: ignore[arg-type]
+    assert log == [
+        "SET SESSION foreign_key_checks = 0",
+        "CREATE DATABASE IF NOT EXISTS `shop` /* x */",
+        "USE `shop`",
+        "CREATE TABLE `t` (`a` int)",
+    ]
+    monkeypatch.setattr(replay, "_tables", lambda p: {"shop": {"t"}})
+    assert replay.create_schemas(None, w) == []  # type: ignore[arg-type]
+    old = w.model_copy(update={"schemas": [SchemaInfo(name="shop", tables=["t"])]})
+    monkeypatch.setattr(replay, "_tables", lambda p: {})
+    with pytest.raises(UsageError, match="no DDL"):
+        replay.create_schemas(None, old)  # type: ignore[arg-type]
+    # an older capture (no ddl field) still loads
+    data = w.model_dump(mode="json")
+    for s in data["schemas"]:
+        del s["ddl"]
+    assert Workload.model_validate(data).schemas[0].ddl == []
+
+
+def test_training_replays_the_training_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from myaccel.bench import replay, runner
+    from myaccel.build.train import ReplayWorkload, replay_runs, training_workload
+    from myaccel.server.connection import ConnectParams
+
+    path = tmp_path / "w.json"
+    save(path, _workload({"SELECT a FROM t WHERE id = ?": 4, "UPDATE t SET b = ?": 2}))
+    output = (FIXTURES / "sysbench" / "run_oltp_insert_t2.txt").read_text()
+    seen: dict[str, object] = {}
+
+    def execute(argv: list[str], env: dict[str, str], **kw: object) -> runner.RawRun:
+        seen["argv"] = argv
+        script = env["MYACCEL_WORKLOAD"]
+        seen["lua"] = Path(script).read_text()
+        return runner.RawRun(argv, output, 0, 0.0, 5.0, 0.1)
+
+    class FakeSandbox:
+        dir = tmp_path / "sb"
+        error_log = tmp_path / "err.log"
+
+        def connect_params(self) -> ConnectParams:
+            return ConnectParams(
+                host=None, port=3306, user="root", password=None, socket=str(tmp_path / "s")
+            )
+
+    monkeypatch.setattr(replay, "create_schemas", lambda p, w: ["shop"])
+    monkeypatch.setattr(replay, "check_schemas", lambda p, w: None)
+    monkeypatch.setattr(runner, "execute", execute)
+    notes: list[str] = []
+    wl = training_workload("quick", str(path), holdout=True)
+    assert isinstance(wl, ReplayWorkload) and wl.part == "train"
+    res = replay_runs(FakeSandbox(), wl, (tmp_path / "log").open("w"), notes.append)  # type: ignore[arg-type]
+    assert res[0]["threads"] == 4 and res[0]["statements_per_s"]
+    assert "--mysql-user=root" in seen["argv"] and "--mysql-ignore-errors=all" in seen["argv"]  # type: ignore[operator]
+    full = load_replayable(path)
+    train, held = full.split_examples()
+    lua = str(seen["lua"])
+    trained = {e for c in train.classes for e in c.examples}
+    assert trained and all(lua_string(e) in lua for e in trained)
+    held_only = {e for c in held.classes for e in c.examples} - trained
+    assert held_only and not any(lua_string(e) in lua for e in held_only)
+    assert any("created from the capture's DDL" in n for n in notes)
+
+
+def test_build_train_workload_refusals(tmp_path: Path, myaccel_home: Path) -> None:
+    w = tmp_path / "w.json"
+    save(w, _workload({"SELECT a FROM t WHERE id = ?": 5}))
+    fixture = FIXTURES / "buildproj"
+    base = ["build", "--source", str(fixture), "--out", str(tmp_path / "o"), "--dry-run"]
+    r = CliRunner().invoke(cli, [*base, "--opt", "pgo", "--train", str(w)])
+    assert r.exit_code != 0 and "trains with its own driver" in r.stderr, r.output
+    r = CliRunner().invoke(cli, [*base, "--holdout"])
+    assert r.exit_code != 0 and "--holdout" in r.stderr
+    r = CliRunner().invoke(cli, [*base, "--train", str(tmp_path / "missing.json")])
+    assert r.exit_code != 0 and "missing.json" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_accelerate_workload_file_on_a_sandbox_only(tmp_path: Path, myaccel_home: Path) -> None:
+    w = tmp_path / "w.json"
+    save(w, _workload({"SELECT a FROM t WHERE id = ?": 5}))
+    r = CliRunner().invoke(
+        cli, ["accelerate", "--socket", str(tmp_path / "no.sock"), "--workload-file", str(w)]
+    )
+    assert r.exit_code != 0 and "on a sandbox only" in r.stderr, r.output
+
+
+def test_report_shows_workloads_and_fidelity(tmp_path: Path) -> None:
+    from myaccel.report import write_report
+
+    w = _workload({"SELECT a FROM t WHERE id = ?": 60, "UPDATE t SET b = ?": 40})
+    r = _workload({"SELECT a FROM t WHERE id = ?": 58, "UPDATE t SET b = ?": 42})
+    r = r.model_copy(update={"created_at": "2026-01-01T00:01:00+00:00", "replay_of": w.created_at})
+    d = tmp_path / "caps"
+    d.mkdir()
+    save(d / "w.json", w)
+    save(d / "r.json", r)
+    out = tmp_path / "out"
+    write_report([d], out, html=True, md=True)
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    assert "## Workloads" in md and "### w.json" in md
+    assert "`select a from t where id = ?`" in md and "| 60.0 |" in md
+    assert "### r.json: the capture of a replay of" in md
+    assert "| 60.0 | 58.0 | -2.0 |" in md and "the mix matches" in md
+    assert 'id="workloads"' in html and "Fidelity (captured vs replayed)" in html
+
+
+def test_sequence_mode_script_and_replay_flags(tmp_path: Path, myaccel_home: Path) -> None:
+    w = _workload({"SELECT a FROM t WHERE id = ?": 4, "SET x = ?": 2, "UPDATE t SET b = ?": 2})
+    lua = replay_lua(w, "sequence")
+    body = lua.split("traces = {", 1)[1]
+    assert body.count("  {\n") == 4  # one trace per connection
+    assert "SET x" not in body and "[[SELECT a FROM t WHERE id = 0]]" in body
+    assert replay_lua(w) != lua and "traces" not in replay_lua(w)
+    with pytest.raises(UsageError, match="no connection traces"):
+        replay_lua(w.model_copy(update={"connections": []}), "sequence")
+    r = CliRunner().invoke(cli, ["bench", "--paced", "--sandbox", "x"])
+    assert r.exit_code == 2 and "--workload-file" in r.stderr
+    r = CliRunner().invoke(cli, ["ab", "--help"])
+    assert "--replay-mode" in r.stdout and "--paced" in r.stdout
+
+
+def test_holdout_stage_records_both_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from myaccel.build import holdout
+    from myaccel.build.flags import BuildRequest
+
+    calls: list[tuple[Path, str, str]] = []
+
+    def fake_train(basedir: Path, home: Path, wl: object, log: object, **kw: object) -> dict:  # type: ignore[type-arg]
+        calls.append((basedir, getattr(wl, "part", ""), str(kw["name"])))
+        return {"runs": [{"statements_per_s": 900.0 if "this" in str(kw["name"]) else 1000.0}]}
+
+    monkeypatch.setattr(holdout, "train_sandbox", fake_train)
+    req = BuildRequest(train_workload=str(tmp_path / "w.json"), holdout=True, compare_with="/base")
+    ctx = SimpleNamespace(
+        request=req,
+        layout=SimpleNamespace(install=tmp_path / "install", work=tmp_path / "work"),
+        progress=SimpleNamespace(note=lambda m: None),
+        manifest=SimpleNamespace(measurements={}),
+        toolchain=SimpleNamespace(cross=None),
+    )
+    stage = holdout.HoldoutStage()
+    assert stage.skip_reason(ctx) is None  # type: ignore[arg-type]
+    res = stage.run(ctx, (tmp_path / "log").open("w"))  # type: ignore[arg-type]
+    assert [(c[1]) for c in calls] == ["holdout", "holdout"]
+    assert calls[1][0] == Path("/base")
+    m = ctx.manifest.measurements["holdout"]
+    assert m["delta_pct"] == -10.0 and m["regressed"] is True
+    assert "slower by more than 5%" in res["summary"]

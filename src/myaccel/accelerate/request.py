@@ -12,6 +12,7 @@ from myaccel.bench.ab import AbResult
 from myaccel.bench.compare import Comparison
 from myaccel.bench.profiles import Profile
 from myaccel.bench.session import BenchProgress, BenchResult
+from myaccel.bench.workload import Workload
 from myaccel.model import Facts
 from myaccel.rules.model import Plan
 from myaccel.server.connection import ConnectParams
@@ -46,6 +47,7 @@ class AccelerateRequest:
     durability: str = "strict"
     out_dir: Path | None = None  # new or empty; default $MYACCEL_HOME/results/ID
     measure_storage: bool = True  # fio on the datadir's device for the I/O rules
+    workload: Workload | None = None  # a captured workload ``profile`` replays (sandbox only)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """`accelerate` on a sandbox: its base configuration against the plan's server layer
-(``tuned.cnf``), interleaved A B B A with the dataset restored from a snapshot."""
+(``tuned.cnf``), interleaved A B B A with the dataset restored from a snapshot. With a
+captured workload (``--workload-file``) the A/B replays it; the sandbox gets the touched
+schemas from the DDL the capture stored when it lacks them."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from myaccel.accelerate.request import (
     SandboxTarget,
 )
 from myaccel.bench import ab
+from myaccel.bench.replay import create_schemas
 from myaccel.errors import UsageError
 from myaccel.server.sandbox import Sandbox
 
@@ -26,6 +29,13 @@ def run_on_sandbox(
     else:
         sb = Sandbox.load(name)
         ab.restore_base_config(sb, progress.note)  # its own (base) configuration
+    if req.workload is not None:
+        made = create_schemas(sb.connect_params(), req.workload)
+        if made:
+            progress.note(
+                f"created schema(s) {', '.join(made)} from the capture's DDL (empty tables: "
+                "load a dump first for reads that find rows)"
+            )
     progress.note("probing the machine, the server and its binary")
     facts, plan, out = probe_and_plan(req, sb.connect_params(), progress.note)
     cand = write_candidate(plan, facts, out / "tuned.cnf")
@@ -48,6 +58,7 @@ def run_on_sandbox(
             command=req.command,
             out_dir=out / "ab",
             candidate_label="tuned",
+            workload=req.workload,
         ),
         progress,
     )

@@ -11,7 +11,7 @@ The model lives here, below ``capture/`` (which writes it), because the replay i
 - ``connections``: per client connection, its statements in order with their time offset
   (and latency where timed), up to a bound;
 - ``concurrency``: the client connections that ran statements and Threads_running samples;
-- ``schemas``: the schemas the statements touched, with their tables;
+- ``schemas``: the schemas the statements touched, with their tables and their DDL;
 - ``overhead``: the server's throughput before and during the capture.
 """
 
@@ -81,6 +81,9 @@ class Concurrency(Strict):
 class SchemaInfo(Strict):
     name: str
     tables: list[str] = Field(default_factory=list)
+    # SHOW CREATE DATABASE, then SHOW CREATE TABLE of each table (no data): what a sandbox
+    # needs to replay on (``bench.replay.create_schemas``); empty in older captures
+    ddl: list[str] = Field(default_factory=list)
 
 
 class Overhead(Strict):
@@ -113,6 +116,7 @@ class Workload(Strict):
     overhead: Overhead | None = None
     settings_changed: list[str] = Field(default_factory=list)  # targets capture switched
     journal: str | None = None
+    replay_of: str | None = None  # capture --check: the replayed workload's created_at
     notes: list[str] = Field(default_factory=list)
 
     def replay_classes(self) -> list[StatementClass]:
@@ -127,6 +131,26 @@ class Workload(Strict):
     @property
     def schema_names(self) -> list[str]:
         return sorted({c.schema_name for c in self.replay_classes() if c.schema_name})
+
+    def split_examples(self) -> tuple[Workload, Workload]:
+        """(training, held out): each class keeps its count (the same mix) and gives its
+        examples at even positions to training, those at odd positions to the held-out
+        part; a class with a single example is in both (noted in the held-out part)."""
+        train, held = [], []
+        shared = 0
+        for c in self.classes:
+            even, odd = c.examples[0::2], c.examples[1::2]
+            if not odd:
+                odd, shared = even, shared + (1 if even else 0)
+            train.append(c.model_copy(update={"examples": even}))
+            held.append(c.model_copy(update={"examples": odd}))
+        note = f"held out: the odd-numbered examples of every class ({shared} class(es) with one example in both)"
+        return (
+            self.model_copy(update={"classes": train, "connections": []}),
+            self.model_copy(
+                update={"classes": held, "connections": [], "notes": [*self.notes, note]}
+            ),
+        )
 
 
 _HINT = "pass a file written by `myaccel capture --out W.json`"

@@ -23,7 +23,7 @@ from myaccel.build.errors import BuildFailed
 from myaccel.build.manifest import sha256_file
 from myaccel.build.runner import BuildContext, Stage
 from myaccel.build.stages import check_runs, server_binary
-from myaccel.build.train import FixtureWorkload
+from myaccel.build.train import FixtureWorkload, workload_inputs
 
 BOLT_MARKER_SECTIONS = (".note.bolt_info", ".bolt.org.text")
 
@@ -106,7 +106,8 @@ class BoltStage(Stage):
     title = "BOLT (perf profile, perf2bolt, llvm-bolt)"
 
     def inputs(self, ctx: BuildContext) -> dict[str, Any]:
-        return {"profile": ctx.request.train_profile, "ops": ctx.request.train_ops}
+        r = ctx.request
+        return {"profile": r.train_profile, "ops": r.train_ops, **workload_inputs(r)}
 
     def skip_reason(self, ctx: BuildContext) -> str | None:
         if ctx.toolchain.cross:
@@ -166,13 +167,14 @@ class BoltStage(Stage):
                 timeout_s=900,
             )
         else:
-            from myaccel.build.train import sandbox_workload, train_sandbox
+            from myaccel.build.train import train_sandbox, training_workload
 
             # profile the server binary that will be rewritten: a sandbox of the install tree
+            r = ctx.request
             train_sandbox(
                 lay.install,
                 lay.work / "home",
-                sandbox_workload(ctx.request.train_profile),
+                training_workload(r.train_profile, r.train_workload, r.holdout),
                 log,
                 name="build-bolt",
                 during=lambda pid: perf_record_pid(tools.perf, pid, perf_data, log),

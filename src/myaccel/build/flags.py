@@ -86,6 +86,8 @@ class BuildRequest:
     cross: str | None = None
     jobs: int = 2
     train_profile: str = "quick"
+    train_workload: str | None = None  # build --train W.json: a captured workload replayed
+    holdout: bool = False  # train on part of the workload, replay the rest on the build
     train_ops: int = 300_000
     measure_ops: int = 60_000
     allow_patch: bool = False

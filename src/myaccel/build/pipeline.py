@@ -23,6 +23,7 @@ from myaccel.build.flags import (
     find_toolchain,
     resolve_target,
 )
+from myaccel.build.holdout import HoldoutStage
 from myaccel.build.manifest import MANIFEST, BuildManifest, load_manifest
 from myaccel.build.runner import BuildContext, Layout, NullProgress, ProgressSink, Stage, run_stages
 from myaccel.build.stages import (
@@ -83,6 +84,22 @@ def _check_out_dir(out: Path, tree: SourceTree, resume: bool) -> BuildManifest |
     return None
 
 
+def _check_training(req: BuildRequest, tree: SourceTree) -> None:
+    """--train W.json and --holdout: a tree trained by sysbench, a workload to hold out."""
+    ad = tree.adapter
+    if req.train_workload is not None and ad.trainer != "sandbox":
+        raise BuildOptionError(
+            f"--train {req.train_workload}: this tree ({tree.flavor}) trains with its own "
+            "driver, not with a captured workload",
+            hint="a captured workload trains MySQL or MariaDB trees; pass a bench profile here",
+        )
+    if req.holdout and req.train_workload is None:
+        raise BuildOptionError(
+            "--holdout checks the build on a held-out part of a captured workload",
+            hint="pass --train W.json (a file of `myaccel capture`) with it",
+        )
+
+
 def prepare(
     source: str | Path,
     req: BuildRequest,
@@ -101,6 +118,7 @@ def prepare(
 
     tree = detect_tree(source)
     ad = tree.adapter
+    _check_training(req, tree)
     if req.wants("pgo") and req.cross and ad.trainer == "sandbox":
         raise BuildOptionError(
             "PGO of a cross-built server cannot be trained on this machine",
@@ -190,6 +208,8 @@ def prepare(
         "cross": req.cross,
         "jobs": req.jobs,
         "train_profile": req.train_profile,
+        "train_workload": req.train_workload,
+        "holdout": req.holdout,
         "train_ops": req.train_ops,
         "cacheline_bytes": req.cacheline_bytes if req.wants("cacheline") else None,
         "allow_patch": req.allow_patch,
@@ -325,6 +345,8 @@ def stages_for(ctx: BuildContext) -> list[Stage]:
     if req.wants("bolt"):
         st.append(BoltStage())
     st += [VerifyStage(), MeasureStage()]
+    if req.holdout:
+        st.append(HoldoutStage())
     return st
 
 

@@ -19,7 +19,7 @@ from myaccel.build.errors import BuildFailed, TrainingError, VerifyFailed
 from myaccel.build.flags import Phase
 from myaccel.build.manifest import sha256_file
 from myaccel.build.runner import BuildContext, Stage
-from myaccel.build.train import FixtureWorkload
+from myaccel.build.train import FixtureWorkload, workload_inputs
 
 _NINJA_RE = re.compile(r"^\[(\d+)/(\d+)\]")
 _MAKE_RE = re.compile(r"^\[\s*(\d+)%\]")
@@ -277,7 +277,12 @@ class TrainStage(Stage):
 
     def inputs(self, ctx: BuildContext) -> dict[str, Any]:
         r = ctx.request
-        return {"profile": r.train_profile, "ops": r.train_ops, "trainer": ctx.tree.adapter.trainer}
+        return {
+            "profile": r.train_profile,
+            "ops": r.train_ops,
+            "trainer": ctx.tree.adapter.trainer,
+            **workload_inputs(r),
+        }
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
         ctx.layout.profile.mkdir(parents=True, exist_ok=True)
@@ -301,12 +306,13 @@ class TrainStage(Stage):
                     "PGO training of a cross-built server is not supported here",
                     hint="build on the target machine (or drop pgo for the cross build)",
                 )
-            from myaccel.build.train import sandbox_workload, train_sandbox
+            from myaccel.build.train import train_sandbox, training_workload
 
+            r = ctx.request
             detail = train_sandbox(
                 ctx.layout.train_install,
                 ctx.layout.work / "home",
-                sandbox_workload(ctx.request.train_profile),
+                training_workload(r.train_profile, r.train_workload, r.holdout),
                 log,
                 say=ctx.progress.note,
             )

@@ -97,6 +97,7 @@ def check_replay(
     if "error" in outcome:
         raise outcome["error"]
     replayed = capture(replace(req, redact=False), note)
+    replayed = replayed.model_copy(update={"replay_of": original.created_at})
     worker.join(span + 120)
     if "error" in outcome:
         err = outcome["error"]

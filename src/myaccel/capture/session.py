@@ -119,7 +119,13 @@ def _schemas(ours: Ours, conn: Conn, names: list[str]) -> list[SchemaInfo]:
             "ORDER BY table_name",
             name,
         )
-        out.append(SchemaInfo(name=name, tables=[str(r[0]) for r in rows]))
+        tables = [str(r[0]) for r in rows]
+        q = "`" + name.replace("`", "``") + "`"
+        ddl = [str(r[1]) for r in ours.query(conn, f"SHOW CREATE DATABASE {q}")]
+        for t in tables:
+            qt = "`" + t.replace("`", "``") + "`"
+            ddl += [str(r[1]) for r in ours.query(conn, f"SHOW CREATE TABLE {q}.{qt}")]
+        out.append(SchemaInfo(name=name, tables=tables, ddl=ddl))
     return out
 
 

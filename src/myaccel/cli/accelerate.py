@@ -12,11 +12,18 @@ import click
 from myaccel import accelerate as pipeline
 from myaccel.bench.ab import AbResult
 from myaccel.bench.compare import format_markdown
-from myaccel.bench.profiles import build_profile
+from myaccel.bench.profiles import Profile, build_profile
 from myaccel.bench.session import BenchResult
+from myaccel.bench.workload import Workload
 from myaccel.cli import ranges
 from myaccel.cli.ab import render_ab, terminate_as_interrupt
-from myaccel.cli.bench import ProfileFlags, render_bench
+from myaccel.cli.bench import (
+    ProfileFlags,
+    ReplayFlags,
+    render_bench,
+    replay_options,
+    workload_file_option,
+)
 from myaccel.cli.common import ServerOptions, command_line, options_into, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
@@ -25,7 +32,7 @@ from myaccel.errors import UsageError
 
 
 @dataclass(frozen=True, kw_only=True)
-class AccelerateOptions(ServerOptions, ProfileFlags):
+class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags):
     durability: str = "strict"
     out_dir: str | None = None
     server_unit: str | None = None
@@ -53,6 +60,22 @@ class AccelerateProgress(TerminalProgress):
 
     def ab_done(self, result: AbResult) -> None:
         render_ab(result, result.started_s)
+
+
+def _replay(
+    opts: AccelerateOptions,
+    prof: Profile,
+    target: pipeline.SandboxTarget | pipeline.ExistingServer,
+) -> tuple[Profile, Workload | None]:
+    """With --workload-file: the replay of the captured workload (sandbox mode only: its
+    writes would change an existing server's data)."""
+    if opts.workload_file is not None and isinstance(target, pipeline.ExistingServer):
+        raise UsageError(
+            "--workload-file replays captured statements, writes included: accelerate "
+            "replays them on a sandbox only",
+            hint="drop the server options (a sandbox named 'accelerate') or pass --sandbox NAME",
+        )
+    return opts.replay(prof, threads_given=False)
 
 
 @click.command()
@@ -85,6 +108,9 @@ class AccelerateProgress(TerminalProgress):
     help="Measure the datadir's device with fio for the I/O rules (about 15 s, cached per "
     "device). Default: on for a sandbox; off for an existing server, whose disk it would load.",
 )
+@workload_file_option
+@replay_options[0]
+@replay_options[1]
 @options_into(AccelerateOptions)
 def accelerate(opts: AccelerateOptions) -> None:
     """Probe, benchmark the defaults, plan, apply the plan's server layer, benchmark again
@@ -94,7 +120,9 @@ def accelerate(opts: AccelerateOptions) -> None:
     binaries with their defaults when missing; a --sandbox NAME that does not exist needs
     --create) and an interleaved A/B; an interrupt puts the sandbox back on its base
     configuration. With server options: an existing
-    server, measured before and after a journaled apply (not interleaved: said so)."""
+    server, measured before and after a journaled apply (not interleaved: said so).
+    --workload-file W.json: the A/B replays a workload of `myaccel capture` (sandbox mode;
+    missing schemas are created from the DDL in the capture)."""
     t0 = time.monotonic()
     with terminate_as_interrupt():
         # every check before anything is written, started or created
@@ -114,6 +142,7 @@ def accelerate(opts: AccelerateOptions) -> None:
                 explicit=conn.sandbox is not None,
                 create=opts.create,
             )
+        prof, workload = _replay(opts, prof, target)
         result = pipeline.run(
             pipeline.AccelerateRequest(
                 target=target,
@@ -126,6 +155,7 @@ def accelerate(opts: AccelerateOptions) -> None:
                     if opts.measure_storage is not None
                     else isinstance(target, pipeline.SandboxTarget)
                 ),
+                workload=workload,
             ),
             AccelerateProgress(),
         )

@@ -114,7 +114,41 @@ class ProfileFlags:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SweepFlags(ProfileFlags):
+class ReplayFlags:
+    """``--workload-file`` and how it is replayed (``bench``, ``ab``, ``accelerate``)."""
+
+    workload_file: str | None = None
+    replay_mode: str = "mix"
+    paced: bool = False
+
+    def replay(self, prof: Profile, *, threads_given: bool) -> tuple[Profile, Workload | None]:
+        """``prof`` replaying the workload file (``--replay-mode``, ``--paced``), or
+        ``prof`` itself without one."""
+        from typing import cast
+
+        from myaccel.bench.replay import (
+            ReplayMode,
+            captured_rate,
+            replay_profile,
+            write_replay_script,
+        )
+        from myaccel.bench.workload import load_replayable
+
+        if self.workload_file is None:
+            if self.paced or self.replay_mode != "mix":
+                raise UsageError(
+                    "--paced and --replay-mode apply to the replay of a captured workload",
+                    hint="add --workload-file W.json (a file of `myaccel capture`)",
+                )
+            return prof, None
+        w = load_replayable(Path(self.workload_file))
+        script = write_replay_script(w, mode=cast(ReplayMode, self.replay_mode))
+        rate = captured_rate(w) if self.paced else None
+        return replay_profile(prof, w, script, threads_given=threads_given, rate_per_s=rate), w
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepFlags(ProfileFlags, ReplayFlags):
     """The profile options of ``bench`` and ``ab`` beyond ``ProfileFlags``."""
 
     workload: tuple[str, ...] = ()
@@ -128,7 +162,6 @@ class SweepFlags(ProfileFlags):
     pin_client: str | None = None
     out_dir: str | None = None
     cleanup: bool = False
-    workload_file: str | None = None
 
     def harness_options(self) -> HarnessOptions:
         """``--dataset``, ``--ps-mode``, ``--pin-client`` (checked here) and ``--cleanup``."""
@@ -161,23 +194,37 @@ workload_file_option = click.option(
 )
 
 
+replay_options = [
+    click.option(
+        "--replay-mode",
+        type=click.Choice(["mix", "sequence"]),
+        default="mix",
+        show_default=True,
+        help="With --workload-file: mix = each statement drawn from the captured mix; "
+        "sequence = each thread replays a captured connection's statements in order "
+        "(transactions kept together).",
+    ),
+    click.option(
+        "--paced",
+        is_flag=True,
+        help="With --workload-file: replay at the captured statements per second "
+        "(sysbench --rate) instead of as fast as the server answers.",
+    ),
+]
+
+
 def sweep_profile(flags: SweepFlags) -> tuple[Profile, Workload | None]:
-    """The profile of ``flags``; with ``--workload-file``, the replay of that workload."""
+    """The profile of ``flags``; with ``--workload-file``, the replay of that workload
+    (``--replay-mode``, ``--paced``)."""
     from myaccel.bench.profiles import build_profile
-    from myaccel.bench.replay import replay_profile, write_replay_script
-    from myaccel.bench.workload import load_replayable
 
     prof = build_profile(flags.profile_options())
-    if flags.workload_file is None:
-        return prof, None
-    if flags.workload:
+    if flags.workload_file is not None and flags.workload:
         raise UsageError(
             "--workload-file replays a captured workload: it cannot be combined with --workload",
             hint="drop --workload (or --workload-file)",
         )
-    w = load_replayable(Path(flags.workload_file))
-    script = write_replay_script(w)
-    return replay_profile(prof, w, script, threads_given=flags.threads is not None), w
+    return flags.replay(prof, threads_given=flags.threads is not None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -267,6 +314,7 @@ def sweep_options(f: F) -> F:
             help="Drop an existing dataset of another size and prepare anew.",
         ),
         workload_file_option,
+        *replay_options,
     ]
     for o in reversed(opts):
         f = o(f)

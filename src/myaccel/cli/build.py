@@ -69,6 +69,18 @@ _HELP_INSTALLED = {
 }
 
 
+def _training_file(value: str) -> str | None:
+    """``--train``: a workload file (a path ending in .json, or an existing file), checked
+    now (replayable: not redacted, with statements); None for a bench profile."""
+    path = Path(value)
+    if not (value.endswith(".json") or path.is_file()):
+        return None
+    from myaccel.bench.workload import load_replayable
+
+    load_replayable(path)
+    return str(path.resolve())
+
+
 @click.command()
 @click.option(
     "--source",
@@ -98,8 +110,16 @@ _HELP_INSTALLED = {
     "train",
     default="quick",
     show_default=True,
-    metavar="PROFILE",
-    help="Bench profile for PGO/BOLT training (`myaccel bench --help` lists them).",
+    metavar="PROFILE|W.json",
+    help="PGO/BOLT training: a bench profile (`myaccel bench --help` lists them), or a "
+    "workload file of `myaccel capture` replayed on the training server (its schemas "
+    "created from the capture's DDL).",
+)
+@click.option(
+    "--holdout",
+    is_flag=True,
+    help="With --train W.json: train on the even-numbered examples of every statement class, "
+    "replay the others on the final build (and --compare-with's) and record it in the manifest.",
 )
 @click.option(
     "--out",
@@ -191,13 +211,16 @@ def build(**kw: Any) -> None:
     from myaccel.build.flags import BuildRequest, parse_opts
     from myaccel.build.pipeline import build as run_build
 
+    train_file = _training_file(kw["train"])
     req = BuildRequest(
         opts=parse_opts(kw["opt"]),
         atomics=kw["atomics"],
         target_cpu=kw["target_cpu"],
         cross=kw["cross"],
         jobs=kw["jobs"] or os.cpu_count() or 2,
-        train_profile=kw["train"],
+        train_profile="quick" if train_file else kw["train"],
+        train_workload=train_file,
+        holdout=kw["holdout"],
         train_ops=kw["train_ops"],
         measure_ops=kw["measure_ops"],
         allow_patch=kw["allow_patch"],
@@ -206,7 +229,7 @@ def build(**kw: Any) -> None:
         compare_with=str(Path(kw["compare_with"]).resolve()) if kw["compare_with"] else None,
         sysroot=kw["sysroot"],
     )
-    if req.wants("pgo") or req.wants("bolt"):
+    if (req.wants("pgo") or req.wants("bolt")) and train_file is None:
         from myaccel.bench.profiles import get_profile
 
         get_profile(req.train_profile)  # an unknown profile fails before anything is built

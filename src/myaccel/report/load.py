@@ -2,7 +2,8 @@
 
 Any mix of directories and files is accepted. JSON documents are recognised by their
 ``schema_version``, looked up in the artifact registry (``myaccel.artifacts``: facts, plan,
-journal, run, campaign, comparison, profile, and the older schemas they migrate from), or
+journal, run, campaign, comparison, profile, workload (``capture``), and the older schemas
+they migrate from), or
 by a ``schema`` starting with ``myaccel.build`` (build manifests, shown generically).
 Inside a directory, JSON of other programs is ignored and a damaged artifact becomes a note
 in the report (a crash may have left it half written); a file named on the command line
@@ -23,6 +24,7 @@ from myaccel.actions.journal import JournalData
 from myaccel.artifacts import Source, model_for, validate
 from myaccel.bench.compare import Comparison
 from myaccel.bench.run_record import CampaignIndex, RunRecord
+from myaccel.bench.workload import Workload
 from myaccel.errors import UsageError
 from myaccel.model import Facts
 from myaccel.paths import entries
@@ -38,6 +40,7 @@ _LISTS: dict[type[BaseModel], str] = {
     CampaignIndex: "campaigns",
     Comparison: "comparisons",
     Profile: "profiles",
+    Workload: "workloads",
 }
 # Documents shown as they are, unvalidated (a manifest cut short still shows what it has).
 GENERIC_PREFIXES = ("myaccel.build",)
@@ -67,6 +70,7 @@ class Artifacts:
     campaigns: list[Loaded[CampaignIndex]] = field(default_factory=list)
     comparisons: list[Loaded[Comparison]] = field(default_factory=list)
     profiles: list[Loaded[Profile]] = field(default_factory=list)
+    workloads: list[Loaded[Workload]] = field(default_factory=list)  # captures
     builds: list[Loaded[dict[str, Any]]] = field(default_factory=list)
     candidate_configs: list[Path] = field(default_factory=list)  # tuned.cnf of accelerate
     notes: list[str] = field(default_factory=list)  # unreadable or damaged files
@@ -83,6 +87,7 @@ class Artifacts:
                 self.campaigns,
                 self.comparisons,
                 self.profiles,
+                self.workloads,
                 self.builds,
             )
         )
@@ -208,6 +213,7 @@ def _dedupe(arts: Artifacts) -> None:
         "campaigns",
         "comparisons",
         "profiles",
+        "workloads",
         "builds",
     ):
         items: list[Loaded[Any]] = getattr(arts, name)

@@ -10,6 +10,11 @@
 -- uniformly. A class whose schema differs from the connection's current one is preceded
 -- by USE. Errors follow sysbench's --mysql-ignore-errors (myaccel passes "all" for
 -- replays unless told otherwise): an ignored error restarts the event.
+--
+-- Sequence mode (MYACCEL_REPLAY.traces = { { { schema = "NAME", sql = "SQL" }, ... }, ... }):
+-- sysbench thread i replays captured connection (i mod #traces) + 1 statement by statement
+-- in its captured order (a transaction's statements stay together, on one connection),
+-- from the start again when it reaches the end.
 
 local R = MYACCEL_REPLAY
 if type(R) ~= "table" or type(R.classes) ~= "table" or #R.classes == 0 then
@@ -39,11 +44,17 @@ end
 
 local con = nil
 local schema = nil
+local trace = nil
+local pos = 0
 
-function thread_init()
+function thread_init(thread_id)
   local drv = sysbench.sql.driver()
   con = drv:connect()
   schema = nil
+  if type(R.traces) == "table" and #R.traces > 0 then
+    trace = R.traces[(thread_id or sysbench.tid or 0) % #R.traces + 1]
+    pos = 0
+  end
 end
 
 function thread_done()
@@ -52,12 +63,23 @@ function thread_done()
   end
 end
 
-function event()
-  local c = class_at(sysbench.rand.uniform(1, total))
-  if c.schema ~= "" and c.schema ~= schema then
-    con:query("USE `" .. c.schema .. "`")
-    schema = c.schema
+local function use(name)
+  if name ~= "" and name ~= schema then
+    con:query("USE `" .. name .. "`")
+    schema = name
   end
+end
+
+function event()
+  if trace then
+    pos = pos % #trace + 1
+    local s = trace[pos]
+    use(s.schema)
+    con:query(s.sql)
+    return
+  end
+  local c = class_at(sysbench.rand.uniform(1, total))
+  use(c.schema)
   local n = #c.sql
   local sql = n == 1 and c.sql[1] or c.sql[sysbench.rand.uniform(1, n)]
   con:query(sql)

@@ -7,7 +7,7 @@ The HTML and Markdown templates render these objects; numbers are formatted by
 
 One module per section family: ``experiments`` (runs, comparisons, per-arm statistics,
 headlines), ``plans`` (the plan and the journals), ``environment``, ``profiles``,
-``builds``, and ``summary`` for what spans them (what was done, warnings, what is missing).
+``builds``, ``workloads`` (captures), and ``summary`` for what spans them (what was done, warnings, what is missing).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from myaccel.report.content.summary import (
     report_title,
     validity_warnings,
 )
+from myaccel.report.content.workloads import WorkloadView, workload_views
 from myaccel.report.load import Artifacts
 
 
@@ -68,6 +69,7 @@ class ReportContent:
     micro_labels: list[str]
     micro_source: str
     builds: list[BuildView]
+    workloads: list[WorkloadView]
     warnings: list[str]
     missing: list[str]
     sources: list[str]
@@ -103,6 +105,7 @@ def build_content(arts: Artifacts) -> ReportContent:
         micro_labels=micro_labels,
         micro_source=micro_source,
         builds=builds,
+        workloads=workload_views(arts),
         warnings=validity_warnings(exps, arts, facts, plans),
         missing=missing_lines(exps, facts, plans, profs, builds, runs_all),
         sources=[str(p) for p in arts.roots],
