@@ -100,6 +100,7 @@ def collect_experiments(arts: Artifacts) -> list[Experiment]:
                 missing=missing,
             )
         )
+    _name_shared_campaigns(out)
     rest: dict[str, list[RunRecord]] = {}
     for rid, r in by_id.items():
         if rid not in used:
@@ -162,6 +163,14 @@ def collect_experiments(arts: Artifacts) -> list[Experiment]:
                 )
             )
     return out
+
+
+def _name_shared_campaigns(exps: list[Experiment]) -> None:
+    """Comparisons of one campaign of three or more arms: each title names its two arms."""
+    ids = [e.campaign.campaign_id for e in exps if e.campaign is not None]
+    for e in exps:
+        if e.campaign is not None and ids.count(e.campaign.campaign_id) > 1:
+            e.title = f"{e.arms[1]} vs {e.arms[0]}, {e.title}"
 
 
 def _title(path: Path, camp: CampaignIndex | None) -> str:
@@ -405,5 +414,5 @@ def arms_tables(exps: Sequence[Experiment]) -> list[ArmsTable]:
             ]
             rows.append(ArmsRow(w, t, medians, gains))
         columns = [f"{e.arms[1]} vs {e.arms[0]}" for e in es]
-        out.append(ArmsTable(es[0].title, arms, columns, rows))
+        out.append(ArmsTable(_title(es[0].source, es[0].campaign), arms, columns, rows))
     return out
