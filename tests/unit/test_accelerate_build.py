@@ -207,3 +207,30 @@ def test_cli_build_options_need_build_and_a_sandbox(myaccel_home: Path) -> None:
     assert r.exit_code != 0 and "unknown profile 'nope'" in r.stderr
     r = CliRunner().invoke(cli, ["accelerate", "--build", "--socket", "/tmp/x.sock"])
     assert r.exit_code != 0 and "measure on a sandbox" in r.stderr
+
+
+def test_arms_table_orders_arms_and_comparisons() -> None:
+    from myaccel.report.content.experiments import Experiment, arms_tables
+
+    camp = SimpleNamespace(campaign_id="c1", kind="ab")
+
+    def exp(base: str, cand: str) -> Experiment:
+        cmp = SimpleNamespace(cells=[SimpleNamespace(workload="ro", threads=8, delta_pct=1.0)])
+        return Experiment(
+            title="t",
+            source=Path("/r/comparison.json"),
+            comparison=cmp,  # type: ignore[arg-type]
+            provisional=False,
+            arms=[base, cand],
+            runs={},
+            campaign=camp,  # type: ignore[arg-type]
+        )
+
+    d, p, b = "distro defaults", "distro + plan", "build + plan"
+    lone = Experiment("x", Path("/x"), None, False, ["a"], {}, None)
+    (t,) = arms_tables([exp(p, b), exp(d, b), exp(d, p), lone])
+    assert t.arms == [d, p, b]
+    assert t.columns == [f"{p} vs {d}", f"{b} vs {d}", f"{b} vs {p}"]
+    assert [(r.workload, r.threads, r.medians) for r in t.rows] == [("ro", 8, [None] * 3)]
+    assert t.title == "ab campaign c1"
+    assert arms_tables([exp(d, p)]) == []  # two arms: the usual section only
