@@ -9,6 +9,7 @@ a tuned campaign. ``candidate`` writes the sandbox's tuned option file."""
 from __future__ import annotations
 
 from myaccel import proc
+from myaccel.accelerate.build_arm import BuildSpec, BuiltServer
 from myaccel.accelerate.common import check_new_out_dir
 from myaccel.accelerate.request import (
     AccelerateRequest,
@@ -21,6 +22,8 @@ from myaccel.accelerate.request import (
 __all__ = [
     "AccelerateRequest",
     "AccelerateResult",
+    "BuildSpec",
+    "BuiltServer",
     "ExistingServer",
     "Progress",
     "SandboxTarget",

@@ -3,10 +3,11 @@ waiting (``Progress``, drawn by the cli)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from myaccel.accelerate.build_arm import BuildSpec, BuiltServer
 from myaccel.accelerate.candidate import CandidateConfig
 from myaccel.bench.ab import AbResult
 from myaccel.bench.compare import Comparison
@@ -26,6 +27,7 @@ class SandboxTarget:
     name: str = "accelerate"
     explicit: bool = False  # named by the user: created only with ``create``
     create: bool = False
+    basedir: Path | None = None  # the server a new sandbox runs (default: the system's)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class AccelerateRequest:
     out_dir: Path | None = None  # new or empty; default $MYACCEL_HOME/results/ID
     measure_storage: bool = True  # fio on the datadir's device for the I/O rules
     workload: Workload | None = None  # a captured workload ``profile`` replays (sandbox only)
+    build: BuildSpec | None = None  # --build: a third arm, the PGO+LTO build with the plan
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,9 @@ class AccelerateResult:
     plan: Plan
     comparison: Comparison
     candidate: CandidateConfig | None = None  # on a sandbox: the tuned option file
-    journal: Path | None = None  # on an existing server: the apply's journal (rollback)
+    journal: Path | None = None  # the apply's journal (rollback); --swap-binary's on a sandbox
+    more: dict[str, Comparison] = field(default_factory=dict)  # --build: the other pairs
+    build: BuiltServer | None = None  # --build: the optimized build measured
 
 
 class Progress(BenchProgress, Protocol):

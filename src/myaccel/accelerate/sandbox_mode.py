@@ -1,10 +1,20 @@
 """`accelerate` on a sandbox: its base configuration against the plan's server layer
 (``tuned.cnf``), interleaved A B B A with the dataset restored from a snapshot. With a
 captured workload (``--workload-file``) the A/B replays it; the sandbox gets the touched
-schemas from the DDL the capture stored when it lacks them."""
+schemas from the DDL the capture stored when it lacks them.
+
+With ``--build`` (``build_arm``) a third arm joins the same campaign, round-robin: the
+PGO+LTO build of the sandbox's server version with the plan; the comparisons are distro +
+plan and build + plan against distro defaults (``comparison.json``,
+``comparison-build.json``) and build + plan against distro + plan
+(``comparison-build-vs-plan.json``). ``--swap-binary`` then points the sandbox at the
+build as a journaled change (``sandbox:NAME/basedir``; `myaccel rollback` undoes it)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from myaccel.accelerate.build_arm import BuiltServer, ensure_build
 from myaccel.accelerate.candidate import write_candidate
 from myaccel.accelerate.common import probe_and_plan
 from myaccel.accelerate.request import (
@@ -25,9 +35,11 @@ def run_on_sandbox(
     name = target.name
     if ab.sandbox_needs_creation(name, create=target.create, explicit=target.explicit):
         progress.note(f"creating sandbox '{name}' with the distribution's default configuration")
-        sb = Sandbox.init(name, progress=progress.note)
+        sb = Sandbox.init(name, basedir=target.basedir, progress=progress.note)
     else:
         sb = Sandbox.load(name)
+        if target.basedir is not None:
+            progress.note(f"sandbox '{name}' exists: it keeps its server ({sb.binary_path})")
         ab.restore_base_config(sb, progress.note)  # its own (base) configuration
     if req.workload is not None:
         made = create_schemas(sb.connect_params(), req.workload)
@@ -35,6 +47,15 @@ def run_on_sandbox(
             progress.note(
                 f"created schema(s) {', '.join(made)} from the capture's DDL (empty tables: "
                 "load a dump first for reads that find rows)"
+            )
+    built = None
+    if req.build is not None:
+        progress.step("optimized build (PGO+LTO) of the sandbox's server version")
+        built = ensure_build(req.build, sb.binary_path, progress.note)
+        if Path(sb.state.basedir).resolve() == built.install.resolve():
+            raise UsageError(
+                f"sandbox '{name}' already runs the build {built.install}",
+                hint="undo the earlier --swap-binary with `myaccel rollback` first",
             )
     progress.note("probing the machine, the server and its binary")
     facts, plan, out = probe_and_plan(req, sb.connect_params(), progress.note)
@@ -49,21 +70,77 @@ def run_on_sandbox(
     )
     for r in cand.applied:
         progress.note(f"  {r.id}: {r.target} {r.current} -> {r.proposed}")
-    result = ab.run(
-        ab.AbRequest(
-            sandbox=name,
-            profile=req.profile,
-            baseline=ab.make_arm("baseline", None, (), None),
-            candidate=ab.make_arm("candidate", str(cand.path), (), None),
-            command=req.command,
-            out_dir=out / "ab",
-            candidate_label="tuned",
-            workload=req.workload,
-        ),
-        progress,
+    abreq = ab.AbRequest(
+        sandbox=name,
+        profile=req.profile,
+        baseline=ab.make_arm("baseline", None, (), None),
+        candidate=ab.make_arm("candidate", str(cand.path), (), None),
+        command=req.command,
+        out_dir=out / "ab",
+        candidate_label="tuned",
+        workload=req.workload,
     )
+    if built is not None:
+        abreq = three_arms(abreq, built)
+        progress.step("three arms, interleaved: distro defaults, distro + plan, build + plan")
+    result = ab.run(abreq, progress)
     progress.ab_done(result)
     ab.require_valid_arms(result.records, result.out_dir)
+    journal = None
+    if built is not None and req.build is not None and req.build.swap_binary:
+        journal = swap_binary(sb, built, plan.created_at, plan.facts_digest, progress)
     return AccelerateResult(
-        out_dir=out, facts=facts, plan=plan, comparison=result.comparison, candidate=cand
+        out_dir=out,
+        facts=facts,
+        plan=plan,
+        comparison=result.comparison,
+        candidate=cand,
+        journal=journal,
+        more=result.more,
+        build=built,
     )
+
+
+BUILD_ARM = "build"
+
+
+def three_arms(abreq: ab.AbRequest, built: BuiltServer) -> ab.AbRequest:
+    """The A/B of ``abreq`` with the build + plan arm and its two comparisons."""
+    from dataclasses import replace
+
+    assert abreq.candidate.config is not None
+    arm = ab.Arm(BUILD_ARM, config=abreq.candidate.config, basedir=built.install)
+    d, p, b = "distro defaults", "distro + plan", "build + plan"
+    return replace(
+        abreq,
+        baseline_label=d,
+        candidate_label=p,
+        more=(arm,),
+        pairs=(
+            ab.ArmPair("build", "baseline", BUILD_ARM, d, b),
+            ab.ArmPair("build-vs-plan", "candidate", BUILD_ARM, p, b),
+        ),
+    )
+
+
+def swap_binary(
+    sb: Sandbox, built: BuiltServer, plan_id: str, facts_digest: str, progress: Progress
+) -> Path:
+    """Point the sandbox at the build, journaled (`myaccel rollback` puts it back), and
+    restart it on its base configuration with the new binary."""
+    from myaccel.actions import apply_changes
+    from myaccel.actions.settings import setting_for
+
+    setting = setting_for(f"sandbox:{sb.name}/basedir")
+    res = apply_changes(
+        [(setting, str(built.install))],
+        plan_id=plan_id,
+        facts_digest=facts_digest,
+        server={"sandbox": sb.name},
+    )
+    progress.note(
+        f"sandbox '{sb.name}' now runs {built.install} (journal {res.journal_path}; "
+        "undo with: myaccel rollback)"
+    )
+    ab.restore_base_config(Sandbox.load(sb.name), progress.note)
+    return Path(res.journal_path or "")

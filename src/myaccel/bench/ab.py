@@ -1,6 +1,9 @@
 """Interleaved A/B campaigns on a sandbox: two configurations (or two server builds), one
 prepared dataset restored from a snapshot before every write-workload run, arms in ABBA
-order, paired seeds, identical client placement.
+order, paired seeds, identical client placement. More than two arms (``AbRequest.more``,
+e.g. `accelerate --build`: distro defaults, distro + plan, build + plan) run round-robin,
+the order rotated every round (A B C, B C A, C A B, ...), each extra comparison
+(``ArmPair``) with the same statistics as the main one.
 
 ``run`` is the whole of ``myaccel ab`` (and the measuring step of ``accelerate``): the
 sandbox made or loaded, the dataset and its snapshot, the interleaved runs, the sandbox
@@ -106,9 +109,18 @@ def check_arm(arm: Arm) -> None:
 
 def abba_order(rounds: int) -> list[str]:
     """A B B A A B B A ...: each arm equally often first, drift cancels to first order."""
+    return interleaved_order(["baseline", "candidate"], rounds)
+
+
+def interleaved_order(names: Sequence[str], rounds: int) -> list[str]:
+    """Round-robin with the order rotated every round: A B C, B C A, C A B, A B C, ...
+    Every arm is first (and last) equally often over ``len(names)`` rounds; for two arms
+    this is A B B A."""
+    n = len(names)
     order: list[str] = []
     for r in range(rounds):
-        order += ["baseline", "candidate"] if r % 2 == 0 else ["candidate", "baseline"]
+        k = r % n
+        order += [*names[k:], *names[:k]]
     return order
 
 
@@ -156,16 +168,17 @@ def run_campaign(
 ) -> list[RunRecord]:
     sb, prof = plan.sandbox, plan.profile
     current: tuple[Any, ...] | None = None
-    total = prof.runs_per_arm * 2 * len(prof.cells)
+    names = list(plan.arms)
+    total = prof.runs_per_arm * len(names) * len(prof.cells)
     n = 0
-    order = abba_order(prof.runs_per_arm)
+    order = interleaved_order(names, prof.runs_per_arm)
     for visit, arm_name in enumerate(order):
         arm = plan.arms[arm_name]
-        rnd = visit // 2
+        rnd = visit // len(names)
         for w, t in prof.cells:
             spec = replace(
                 cell_spec(prof, w, t),
-                seed=plan.seed_base + rnd,  # paired: both arms of a round share the seed
+                seed=plan.seed_base + rnd,  # paired: all arms of a round share the seed
                 ps_mode=plan.ps_mode,
                 client_cpus=plan.client_cpus,
                 ignore_errors=plan.ignore_errors,
@@ -238,15 +251,28 @@ def restore_base_config(sb: Sandbox, note: Callable[[str], None]) -> None:
 
 def require_valid_arms(records: list[RunRecord], out: Path) -> None:
     """An A/B with an arm that has no valid run measured nothing: fail with exit 7."""
-    for arm in ("baseline", "candidate"):
+    for arm in dict.fromkeys(r.arm for r in records if r.arm):
         runs = [r for r in records if r.arm == arm]
         if runs and not any(r.summary is not None and r.validity.valid for r in runs):
             require_valid_runs(runs, out, what=f"{arm} run")
 
 
 @dataclass(frozen=True)
+class ArmPair:
+    """An extra comparison of a campaign with more than two arms, saved as
+    ``comparison-<name>.json`` next to the main ``comparison.json``."""
+
+    name: str  # file name part: comparison-<name>.json
+    baseline: str  # arm names
+    candidate: str
+    baseline_label: str
+    candidate_label: str
+
+
+@dataclass(frozen=True)
 class AbRequest:
-    """An interleaved A/B of two arms on a sandbox (``myaccel ab``)."""
+    """An interleaved A/B of two arms on a sandbox (``myaccel ab``); ``more`` arms join the
+    round-robin, compared as ``pairs`` say."""
 
     sandbox: str
     profile: Profile
@@ -258,10 +284,15 @@ class AbRequest:
     out_dir: Path | None = None
     candidate_label: str = "candidate"
     workload: Workload | None = None  # a captured workload the profile replays
+    baseline_label: str = "baseline"
+    more: tuple[Arm, ...] = ()  # further arms, by their own names
+    pairs: tuple[ArmPair, ...] = ()  # comparisons beyond baseline vs candidate
 
     @property
     def arms(self) -> dict[str, Arm]:
-        return {"baseline": self.baseline, "candidate": self.candidate}
+        return {"baseline": self.baseline, "candidate": self.candidate} | {
+            a.name: a for a in self.more
+        }
 
 
 @dataclass(frozen=True)
@@ -271,6 +302,7 @@ class AbResult:
     out_dir: Path
     manifests: list[Path]  # the build manifest of each arm's --*-basedir, when there is one
     started_s: float  # time.monotonic() when the A/B started
+    more: dict[str, Comparison] = field(default_factory=dict)  # ArmPair.name -> comparison
 
 
 def arm_manifests(arms: Sequence[Arm]) -> list[Path]:
@@ -298,6 +330,10 @@ def run(req: AbRequest, progress: BenchProgress) -> AbResult:
         )
     if req.baseline.key() == req.candidate.key():
         progress.note("note: both arms have the same configuration (an A/A comparison)")
+    for a in req.more:
+        check_arm(a)
+        if a.name in ("baseline", "candidate"):
+            raise UsageError(f"arm name '{a.name}' is taken", hint="name extra arms otherwise")
     if req.create:
         progress.note(
             f"creating sandbox '{req.sandbox}' with the distribution's default configuration"
@@ -311,19 +347,32 @@ def run(req: AbRequest, progress: BenchProgress) -> AbResult:
         restore_base_config(sb, progress.note)
     finish_campaign(ctx)
     records = ctx.records
-    cmp = compare_runs(
-        [r for r in records if r.arm == "baseline"],
-        [r for r in records if r.arm == "candidate"],
-        allow_server_difference=req.baseline.basedir != req.candidate.basedir,
-        candidate_label=req.candidate_label,
-    )
+    main = ArmPair("", "baseline", "candidate", req.baseline_label, req.candidate_label)
+    cmp = compare_pair(records, req.arms, main)
     save(ctx.out_dir / "comparison.json", cmp, private=True)
+    more: dict[str, Comparison] = {}
+    for pair in req.pairs:
+        more[pair.name] = compare_pair(records, req.arms, pair)
+        save(ctx.out_dir / f"comparison-{pair.name}.json", more[pair.name], private=True)
     return AbResult(
         comparison=cmp,
         records=records,
         out_dir=ctx.out_dir,
-        manifests=arm_manifests([req.baseline, req.candidate]),
+        manifests=arm_manifests(list(req.arms.values())),
         started_s=started_s,
+        more=more,
+    )
+
+
+def compare_pair(records: Sequence[RunRecord], arms: dict[str, Arm], pair: ArmPair) -> Comparison:
+    """One comparison of two arms of the campaign (builds may differ in server version
+    strings when their basedirs differ)."""
+    return compare_runs(
+        [r for r in records if r.arm == pair.baseline],
+        [r for r in records if r.arm == pair.candidate],
+        allow_server_difference=arms[pair.baseline].basedir != arms[pair.candidate].basedir,
+        baseline_label=pair.baseline_label,
+        candidate_label=pair.candidate_label,
     )
 
 

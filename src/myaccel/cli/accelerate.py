@@ -40,6 +40,42 @@ class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags):
     yes: bool = False
     create: bool = False
     measure_storage: bool | None = None  # default: on a sandbox yes, on a live server no
+    basedir: str | None = None
+    build: bool = False
+    source: str | None = None
+    build_dir: str | None = None
+    train: str = "quick"
+    jobs: int | None = None
+    swap_binary: bool = False
+
+    def build_spec(self) -> pipeline.BuildSpec | None:
+        """``--build`` and its options, checked (the training profile must exist)."""
+        given = [n for n, v in self._build_flags().items() if v]
+        if not self.build:
+            if given:
+                raise UsageError(
+                    f"{', '.join(given)} go(es) with --build", hint="add --build, or leave them out"
+                )
+            return None
+        from myaccel.bench.profiles import get_profile
+
+        get_profile(self.train)  # an unknown training profile fails before anything runs
+        return pipeline.BuildSpec(
+            source=self.source,
+            build_dir=Path(self.build_dir).absolute() if self.build_dir else None,
+            train_profile=self.train,
+            jobs=self.jobs,
+            swap_binary=self.swap_binary,
+        )
+
+    def _build_flags(self) -> dict[str, object]:
+        return {
+            "--source": self.source,
+            "--build-dir": self.build_dir,
+            "--jobs": self.jobs,
+            "--swap-binary": self.swap_binary,
+            "--train": self.train != "quick",
+        }
 
 
 class AccelerateProgress(TerminalProgress):
@@ -60,6 +96,8 @@ class AccelerateProgress(TerminalProgress):
 
     def ab_done(self, result: AbResult) -> None:
         render_ab(result, result.started_s)
+        for cmp in result.more.values():
+            click.echo(format_markdown(cmp), nl=False)
 
 
 def _replay(
@@ -111,6 +149,44 @@ def _replay(
 @workload_file_option
 @replay_options[0]
 @replay_options[1]
+@click.option(
+    "--basedir",
+    type=click.Path(file_okay=False),
+    help="Sandbox: the install tree a new sandbox runs (default: the system's server), e.g. "
+    "the distribution's binaries of the version to build.",
+)
+@click.option(
+    "--build",
+    is_flag=True,
+    help="Sandbox: also build the server's exact version with PGO+LTO (its Debian source "
+    "package, or --source) and measure three arms in one interleaved campaign: distro "
+    "defaults, distro + plan, build + plan. Resumable; takes over an hour on 2 cores.",
+)
+@click.option(
+    "--source",
+    type=click.Path(file_okay=False),
+    help="With --build: the source tree of the server's version (checked against it).",
+)
+@click.option(
+    "--build-dir",
+    type=click.Path(file_okay=False),
+    help="With --build: the build directory (a complete build there is reused, an "
+    "unfinished one resumed; default $MYACCEL_HOME/builds/...).",
+)
+@click.option(
+    "--train",
+    default="quick",
+    show_default=True,
+    metavar="PROFILE",
+    help="With --build: the bench profile PGO trains on.",
+)
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), help="With --build: compile jobs.")
+@click.option(
+    "--swap-binary",
+    is_flag=True,
+    help="With --build: afterwards the sandbox runs the build, a journaled change "
+    "(`myaccel rollback` undoes it).",
+)
 @options_into(AccelerateOptions)
 def accelerate(opts: AccelerateOptions) -> None:
     """Probe, benchmark the defaults, plan, apply the plan's server layer, benchmark again
@@ -127,9 +203,16 @@ def accelerate(opts: AccelerateOptions) -> None:
     with terminate_as_interrupt():
         # every check before anything is written, started or created
         prof = build_profile(opts.profile_options())
+        build_spec = opts.build_spec()
         conn = opts.conn
         target: pipeline.SandboxTarget | pipeline.ExistingServer
         if conn.given and conn.sandbox is None:
+            if build_spec is not None or opts.basedir:
+                raise UsageError(
+                    "--build and --basedir measure on a sandbox, not on an existing server",
+                    hint="drop the server options (or clone the server first: myaccel clone); "
+                    "swapping a real server's binary is not implemented yet",
+                )
             target = pipeline.ExistingServer(
                 params=resolve(conn),
                 unit=opts.server_unit,
@@ -141,6 +224,7 @@ def accelerate(opts: AccelerateOptions) -> None:
                 name=conn.sandbox or "accelerate",
                 explicit=conn.sandbox is not None,
                 create=opts.create,
+                basedir=Path(opts.basedir).absolute() if opts.basedir else None,
             )
         prof, workload = _replay(opts, prof, target)
         result = pipeline.run(
@@ -156,12 +240,20 @@ def accelerate(opts: AccelerateOptions) -> None:
                     else isinstance(target, pipeline.SandboxTarget)
                 ),
                 workload=workload,
+                build=build_spec,
             ),
             AccelerateProgress(),
         )
         out = result.out_dir
         if isinstance(target, pipeline.SandboxTarget):  # its A/B was shown as it ended
-            report_after_run([out], out)
+            if result.build is not None:
+                b = result.build
+                how = "reused" if b.reused else f"built in {b.wall_s / 60:.1f} min"
+                click.echo(f"build: {b.install} ({how}; manifest {b.manifest})")
+            if result.journal is not None:
+                click.echo(f"binary swapped with journal {result.journal}; undo: myaccel rollback")
+            extra = [result.build.manifest] if result.build is not None else []
+            report_after_run([out, *extra], out)
             click.echo(f"total: {(time.monotonic() - t0) / 60:.1f} min")
             return
         cmp = result.comparison

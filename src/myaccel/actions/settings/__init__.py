@@ -10,6 +10,7 @@ A target is a URI (DESIGN habit 10)::
     mysql:innodb_io_capacity                         SET GLOBAL (optionally SET PERSIST)
     systemd:mariadb.service/NUMAPolicy               /etc/systemd/system/<unit>.d/99-myaccel.conf
                                                      ("server" as the unit: the server's unit)
+    sandbox:accelerate/basedir                       the sandbox's state.json: the build it runs
 
 Every setting works under a root directory (``/`` on a real machine, a copy of a fixture
 sysroot in tests). Writes go only to the target itself or to a file myaccel owns (a name
@@ -17,7 +18,8 @@ with ``99-myaccel``, a header saying so); a user's own files are never edited.
 
 One module a family, all on the protocol in ``base`` (``Setting``): ``kernel`` (sysctl,
 sysfs, debugfs), ``whole_file`` (file), ``mycnf`` (option file), ``systemd`` (drop-in),
-``mysql`` (server variables); ``registry`` turns a URI or a journal entry into a setting.
+``mysql`` (server variables), ``sandbox`` (a sandbox's binary); ``registry`` turns a URI
+or a journal entry into a setting.
 """
 
 from myaccel.actions.settings.base import (

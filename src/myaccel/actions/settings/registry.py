@@ -19,6 +19,7 @@ from myaccel.actions.settings.kernel import (
 from myaccel.actions.settings.mycnf import CONF_DIR_CANDIDATES, OptionFileSetting, find_conf_dir
 from myaccel.actions.settings.mysql import ServerVariableSetting, check_variable_name
 from myaccel.actions.settings.pfs import ConsumerSetting, check_consumer_name
+from myaccel.actions.settings.sandbox import SandboxBasedirSetting
 from myaccel.actions.settings.systemd import (
     SERVER_UNITS,
     SystemdDropInSetting,
@@ -27,7 +28,17 @@ from myaccel.actions.settings.systemd import (
 from myaccel.actions.settings.whole_file import FileSetting
 from myaccel.errors import UsageError
 
-SCHEMES = ("sysctl", "sysfs", "debugfs", "file", "mycnf", "mysql", "systemd", "pfs-consumer")
+SCHEMES = (
+    "sysctl",
+    "sysfs",
+    "debugfs",
+    "file",
+    "mycnf",
+    "mysql",
+    "systemd",
+    "pfs-consumer",
+    "sandbox",
+)
 ADVISORY_SCHEMES = ("advice", "build", "irq", "hardware", "bios")
 
 
@@ -110,6 +121,13 @@ def setting_for(
                 )
             unit = found
         return SystemdDropInSetting(unit, key, root=root, runner=runner)
+    return _other_scheme(scheme, target, rest)
+
+
+def _other_scheme(scheme: str, target: str, rest: str) -> Setting:
+    """A sandbox's basedir; advisory and unknown schemes are refused."""
+    if scheme == "sandbox":
+        return _sandbox_setting(target, rest)
     if scheme in ADVISORY_SCHEMES:
         raise UsageError(
             f"{target} is advisory: myaccel apply cannot change it",
@@ -119,6 +137,16 @@ def setting_for(
         f"unknown setting scheme '{scheme}' in '{target}'",
         hint=f"known schemes: {', '.join(SCHEMES)}",
     )
+
+
+def _sandbox_setting(target: str, rest: str) -> Setting:
+    name, key = _split_two(target, rest, "sandbox:accelerate/basedir")
+    if key != "basedir":
+        raise UsageError(f"{target}: a sandbox has only 'basedir'", hint="sandbox:NAME/basedir")
+    from myaccel.server.sandbox.layout import sandboxes_root, validate_name
+
+    validate_name(name)
+    return SandboxBasedirSetting(name, root=sandboxes_root() / name)
 
 
 def expand_target(target: str, *, root: str | Path = "/") -> list[str]:
@@ -150,6 +178,7 @@ _KINDS: dict[str, type[Setting]] = {
     "mysql": ServerVariableSetting,
     "systemd": SystemdDropInSetting,
     "pfs-consumer": ConsumerSetting,
+    "sandbox": SandboxBasedirSetting,
 }
 
 
@@ -183,6 +212,8 @@ def setting_from_spec(
                 conf_dir=spec["conf_dir"],
                 filename=spec["filename"],
             )
+        if kind == "sandbox":
+            return SandboxBasedirSetting(spec["name"], root=spec["root"])
         if kind == "systemd":
             return SystemdDropInSetting(
                 spec["unit"], spec["key"], root=spec["root"], section=spec["section"], runner=runner

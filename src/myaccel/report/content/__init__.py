@@ -22,9 +22,11 @@ from myaccel.report.content.builds import BuildView, build_view
 from myaccel.report.content.environment import environment, logical_cpus
 from myaccel.report.content.experiments import (
     ArmPoint,
+    ArmsTable,
     Experiment,
     Headline,
     arm_points,
+    arms_tables,
     campaign_command,
     cell_headlines,
     collect_experiments,
@@ -59,6 +61,7 @@ class ReportContent:
     not_applied: list[tuple[str, str]]  # id/target, why
     command: str | None
     experiments: list[Experiment]
+    arms_tables: list[ArmsTable]  # campaigns of three or more arms
     plans: list[PlanView]
     journals: list[tuple[Path, JournalData, list[Change]]]
     facts: Facts | None
@@ -95,6 +98,7 @@ def build_content(arts: Artifacts) -> ReportContent:
         not_applied=not_applied_rows(plans),
         command=campaign_command(exps),
         experiments=exps,
+        arms_tables=arms_tables(exps),
         plans=plans,
         journals=journals,
         facts=facts,
@@ -114,6 +118,7 @@ def build_content(arts: Artifacts) -> ReportContent:
 
 __all__ = [
     "ArmPoint",
+    "ArmsTable",
     "Experiment",
     "MicroRow",
     "ReportContent",

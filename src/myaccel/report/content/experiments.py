@@ -100,6 +100,7 @@ def collect_experiments(arts: Artifacts) -> list[Experiment]:
                 missing=missing,
             )
         )
+    _name_shared_campaigns(out)
     rest: dict[str, list[RunRecord]] = {}
     for rid, r in by_id.items():
         if rid not in used:
@@ -162,6 +163,14 @@ def collect_experiments(arts: Artifacts) -> list[Experiment]:
                 )
             )
     return out
+
+
+def _name_shared_campaigns(exps: list[Experiment]) -> None:
+    """Comparisons of one campaign of three or more arms: each title names its two arms."""
+    ids = [e.campaign.campaign_id for e in exps if e.campaign is not None]
+    for e in exps:
+        if e.campaign is not None and ids.count(e.campaign.campaign_id) > 1:
+            e.title = f"{e.arms[1]} vs {e.arms[0]}, {e.title}"
 
 
 def _title(path: Path, camp: CampaignIndex | None) -> str:
@@ -341,3 +350,69 @@ def campaign_command(exps: list[Experiment]) -> str | None:
         if e.campaign is not None and e.campaign.command:
             return shlex.join(redact_argv(e.campaign.command))
     return None
+
+
+# ---------------------------------------------------------------- campaigns of three or more arms
+
+
+@dataclass
+class ArmsRow:
+    workload: str
+    threads: int
+    medians: list[float | None]  # TPS per arm, in ``ArmsTable.arms`` order
+    gains: list[CellResult | None]  # per column (comparison), None when it lacks the cell
+
+
+@dataclass
+class ArmsTable:
+    """One campaign with three or more arms (`accelerate --build`: distro defaults, distro +
+    plan, build + plan): every arm's median TPS and each of its comparisons, side by side."""
+
+    title: str
+    arms: list[str]
+    columns: list[str]  # "candidate vs baseline", one per comparison
+    rows: list[ArmsRow]
+
+
+def arms_tables(exps: Sequence[Experiment]) -> list[ArmsTable]:
+    """A table for each campaign whose saved comparisons name three or more arms."""
+    groups: dict[str, list[Experiment]] = {}
+    for e in exps:
+        if e.comparison is not None and not e.provisional and e.campaign is not None:
+            groups.setdefault(e.campaign.campaign_id, []).append(e)
+    out: list[ArmsTable] = []
+    for group in groups.values():
+        labels = list(dict.fromkeys(a for e in group for a in e.arms))
+        if len(labels) < 3:
+            continue
+        # the arm only ever compared against comes first, the one only ever compared last
+        rank = {a: sum((e.arms[1] == a) - (e.arms[0] == a) for e in group) for a in labels}
+        arms = sorted(labels, key=lambda a: (rank[a], labels.index(a)))
+        es = sorted(group, key=lambda e: (arms.index(e.arms[0]), arms.index(e.arms[1])))
+        runs: dict[str, list[RunRecord]] = {}
+        for e in es:
+            for a in e.arms:
+                runs.setdefault(a, e.runs.get(a, []))
+        rows = []
+        for w, t in sorted({c for e in es for c in e.cells}):
+            medians: list[float | None] = []
+            for a in arms:
+                tps = [
+                    r.summary.tps
+                    for r in runs[a]
+                    if r.workload == w and r.threads == t and _usable(r) and r.summary
+                ]
+                medians.append(statistics.median(tps) if tps else None)
+            gains = [
+                next(
+                    (c for c in e.comparison.cells if (c.workload, c.threads) == (w, t)),
+                    None,
+                )
+                if e.comparison
+                else None
+                for e in es
+            ]
+            rows.append(ArmsRow(w, t, medians, gains))
+        columns = [f"{e.arms[1]} vs {e.arms[0]}" for e in es]
+        out.append(ArmsTable(_title(es[0].source, es[0].campaign), arms, columns, rows))
+    return out
