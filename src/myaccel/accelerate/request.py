@@ -3,7 +3,7 @@ waiting (``Progress``, drawn by the cli)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -29,13 +29,19 @@ class SandboxTarget:
 
 @dataclass(frozen=True)
 class ExistingServer:
-    """A running server, measured before and after a journaled apply (not interleaved).
+    """A running server: the plan is measured on a clone of it (interleaved A/B), then
+    applied with a journal and verified with the server's own counters (``live``).
     ``params`` carry its password: it is used to connect, never written anywhere."""
 
     params: ConnectParams
     unit: str | None = None  # systemd unit to restart for restart-only knobs
     conf_dir: Path | None = None  # for the managed 99-myaccel.cnf
     yes: bool = False  # apply without asking (``Progress.confirm``)
+    restart_command: str | None = None  # restarts (and starts) the server
+    force: bool = False  # apply even when the clone's A/B shows no improvement
+    keep_clone: bool = False  # keep the clone sandbox afterwards
+    window_s: float = 30.0  # each guard window on the live server
+    settle_s: float = 30.0  # after a restart, before the after window
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,9 @@ class AccelerateResult:
     comparison: Comparison
     candidate: CandidateConfig | None = None  # on a sandbox: the tuned option file
     journal: Path | None = None  # on an existing server: the apply's journal (rollback)
+    clone: str | None = None  # on an existing server: the clone the A/B ran on
+    live: dict[str, object] | None = None  # the guard's windows and verdict (``live``)
+    figures: list[str] = field(default_factory=list)  # which figures came from where
 
 
 class Progress(BenchProgress, Protocol):
