@@ -65,3 +65,65 @@ def test_restart_command_handle_round_trips() -> None:
     assert back.kind == "command" and back.restart_command == "systemctl restart db"
     assert back.startable()
     assert RestartMethod("command", "x").known
+
+
+def test_a_server_myaccel_cannot_restart_gets_online_changes_only() -> None:
+    from myaccel.accelerate.existing import _handle
+    from myaccel.accelerate.request import ExistingServer
+    from myaccel.actions.plan_apply import build_changes
+    from myaccel.rules.model import Plan, Recommendation
+    from myaccel.server.connection import ConnectParams
+
+    params = ConnectParams(host=None, port=3306, socket="/s", user="u", password=None)
+    target = ExistingServer(params=params, conf_dir=None)
+    handle = _handle(target, RestartMethod("none", "pid 7 runs outside any systemd unit"))
+    assert handle.kind == "none" and handle.conf_dir is None
+
+    def rec(name: str, risk: str) -> Recommendation:
+        return Recommendation.model_validate(
+            {
+                "id": f"r-{name}",
+                "layer": "server",
+                "title": name,
+                "target": f"mysql:{name}",
+                "current": None,
+                "proposed": "1",
+                "rationale": "-",
+                "expected_effect": "-",
+                "effect_source": "-",
+                "risk": risk,
+                "verify": "-",
+            }
+        )
+
+    plan = Plan(
+        created_at="t",
+        myaccel_version="t",
+        facts_digest="t",
+        hostname=None,
+        recommendations=[
+            rec("innodb_log_file_size", "restart"),
+            rec("innodb_io_capacity", "online"),
+        ],
+    )
+    pc = build_changes(plan, handle, layers=["server"])
+    assert [r.id for r in pc.recs] == ["r-innodb_io_capacity"] and not pc.restart_needed
+    ((skipped, why),) = pc.skipped
+    assert skipped.id == "r-innodb_log_file_size" and "cannot restart this server" in why
+
+
+def test_the_plan_improves_only_with_an_interval_above_zero_and_an_improved_cell() -> None:
+    from types import SimpleNamespace
+
+    from myaccel.accelerate.existing import plan_improves
+    from myaccel.bench.compare import Comparison
+
+    def cmp(low: float | None, *verdicts: str) -> Comparison:
+        cells = [SimpleNamespace(verdict=v) for v in verdicts]
+        return Comparison.model_construct(cells=cells, geomean_ci_low_pct=low)
+
+    assert plan_improves(cmp(3.9, "improved", "no change")) == (True, "improved")
+    assert not plan_improves(cmp(3.9, "inconclusive", "inconclusive"))[0]  # 2+2 runs
+    assert plan_improves(cmp(None, "improved"))[1] == "too few runs for an interval"
+    assert "starts at -1.0%" in plan_improves(cmp(-1.0, "improved"))[1]
+    assert plan_improves(cmp(10.0, "improved", "regressed"))[1] == "a workload regressed"

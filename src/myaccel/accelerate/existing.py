@@ -49,6 +49,21 @@ from myaccel.server.sandbox.layout import sandboxes_root
 CLONE_FIGURES = "from the clone: interleaved A/B (ABBA) on a copy of the server, causal"
 
 
+def plan_improves(cmp: Comparison) -> tuple[bool, str]:
+    """The plan improves when the geometric mean's 95% interval lies above zero, at least
+    one cell's verdict is ``improved`` and none is ``regressed``; else why not."""
+    verdicts = [c.verdict for c in cmp.cells]
+    if "regressed" in verdicts:
+        return False, "a workload regressed"
+    if cmp.geomean_ci_low_pct is None:
+        return False, "too few runs for an interval"
+    if cmp.geomean_ci_low_pct <= 0:
+        return False, f"its 95% interval starts at {cmp.geomean_ci_low_pct:+.1f}%"
+    if "improved" not in verdicts:
+        return False, "no workload's verdict is improved (more runs per arm decide)"
+    return True, "improved"
+
+
 def _handle(target: ExistingServer, restart: RestartMethod) -> ServerHandle:
     conf_dir = target.conf_dir
     if restart.kind == "sandbox" and target.restart_command is None:
@@ -115,7 +130,7 @@ def run_on_server(
         if not target.keep_clone and Sandbox.exists(clone_name):
             progress.note(f"removing clone '{clone_name}'")
             Sandbox.destroy_named(clone_name)
-    improves = cmp.geomean_ci_low_pct is not None and cmp.geomean_ci_low_pct > 0
+    improves, why = plan_improves(cmp)
     result = AccelerateResult(
         out_dir=out,
         facts=facts,
@@ -125,10 +140,10 @@ def run_on_server(
         figures=[CLONE_FIGURES],
     )
     if not improves and not target.force:
+        gain = "n/a" if cmp.geomean_delta_pct is None else f"{cmp.geomean_delta_pct:+.1f}%"
         progress.note(
-            f"the clone's A/B does not show the plan improving (geomean {cmp.geomean_delta_pct}%, "
-            f"95% CI low {cmp.geomean_ci_low_pct}%): nothing applied to the server "
-            "(--force applies anyway, under the same guard)"
+            f"the clone's A/B does not show the plan improving (geomean {gain}; {why}): "
+            "nothing applied to the server (--force applies anyway, under the same guard)"
         )
         _save_summary(out, result, None)
         return result
