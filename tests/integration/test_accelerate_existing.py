@@ -123,7 +123,7 @@ def _schemas(sb: Sandbox) -> list[tuple[Any, ...]]:
 def test_accelerate_existing_server_happy_path(
     prod: Sandbox, myaccel_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The whole flow, with a tiny A/B (one write-only cell, 2 runs per arm of 3 s) whose
+    """The whole flow, with a tiny A/B (one write-only cell, 1 run per arm of 3 s) whose
     verdict on this shared 2-vCPU VM is too noisy to gate on: ``force`` applies anyway,
     under the same guard."""
     conf_dir = tmp_path / "conf.d"
@@ -136,7 +136,7 @@ def test_accelerate_existing_server_happy_path(
             threads=(2,),
             duration_s=3,
             warmup_s=1,
-            runs_per_arm=2,
+            runs_per_arm=1,
             scale=0.02,
         )
     )
@@ -208,7 +208,7 @@ def _guard(prod: Sandbox, conf_dir: Path, plan: Plan) -> ApplyError:
     pc = build_changes(plan, handle, layers=["server"])
     files = _files(prod, conf_dir)
     with AppLoad(prod), pytest.raises(ApplyError) as err:
-        time.sleep(0.5)
+        time.sleep(1.0)
         guarded_apply(
             plan,
             pc,

@@ -13,7 +13,7 @@ def _samples(
 ) -> list[Sample]:
     out, q, n, wait, err = [], 1000, 0, 0, 0.0
     for i, rate in enumerate([0.0, *qps]):
-        q += int(rate) + (2 if i else 0)  # the sampler's own two statements
+        q += int(rate) + (0 if not i else 1 if latency_ms is None else 2)  # the sampler's own
         n += int(rate)
         wait += int(rate * (latency_ms or 0) * 1e9)
         err += rate * errors
@@ -51,6 +51,13 @@ def test_throughput_latency_errors_and_health_breach() -> None:
     assert any("error rate rose" in b for b in failing.breaches)
     down = judge(before, Window("after", 0.0), ["cannot connect: refused"])
     assert down.breaches == ["server not healthy: cannot connect: refused"]
+
+
+def test_a_noisy_before_window_still_catches_a_collapse() -> None:
+    """A stall in a short window makes its spread huge: halving is a breach anyway."""
+    before = window_from("before", _samples([1000, 150, 780]))  # 643 +/- 434
+    assert not judge(before, window_from("after", _samples([10, 9, 10]))).ok
+    assert judge(before, window_from("after", _samples([400, 420, 380]))).ok
 
 
 def test_an_idle_server_is_judged_on_health_only() -> None:

@@ -27,6 +27,7 @@ from myaccel.accelerate.request import (
     Progress,
 )
 from myaccel.accelerate.rollout import LIVE_FIGURES, guarded_apply
+from myaccel.accelerate.sandbox_mode import ab_against_base
 from myaccel.actions import journals_dir, plan_changes
 from myaccel.actions.plan_apply import (
     PlannedChanges,
@@ -36,7 +37,6 @@ from myaccel.actions.plan_apply import (
 )
 from myaccel.actions.session import derive_conf_dir, refuse_unfinished
 from myaccel.artifacts import write_text
-from myaccel.bench import ab
 from myaccel.bench.compare import Comparison
 from myaccel.clone import CloneRequest, RestartMethod, make_clone, preflight
 from myaccel.clone.source import read_source
@@ -168,20 +168,7 @@ def _ab_on_clone(
     only = plan.model_copy(update={"recommendations": pc.recs})
     cand = write_candidate(only, facts, out / "tuned.cnf")
     progress.step("interleaved A/B on the clone: the server's configuration vs the plan")
-    res = ab.run(
-        ab.AbRequest(
-            sandbox=clone_name,
-            profile=req.profile,
-            baseline=ab.make_arm("baseline", None, (), None),
-            candidate=ab.make_arm("candidate", str(cand.path), (), None),
-            command=req.command,
-            out_dir=out / "ab",
-            candidate_label="tuned",
-        ),
-        progress,
-    )
-    progress.ab_done(res)
-    ab.require_valid_arms(res.records, res.out_dir)
+    res = ab_against_base(req, clone_name, cand.path, out, progress)
     return res.comparison
 
 

@@ -22,8 +22,9 @@ from typing import Any
 from myaccel.errors import MyaccelError
 from myaccel.server.connection import ConnectParams, connect, query_rows
 
-# statements the sampler itself sends per sample (counted in Questions)
-_OWN_STATEMENTS = 2
+# statements the sampler itself sends per sample (counted in Questions): SHOW GLOBAL
+# STATUS, and the digests' SELECT when performance_schema is on
+_OWN_STATEMENTS = {False: 1, True: 2}
 _DIGESTS = (
     "SELECT COALESCE(SUM(COUNT_STAR), 0), COALESCE(SUM(SUM_TIMER_WAIT), 0), "
     "COALESCE(SUM(SUM_ERRORS), 0) FROM performance_schema.events_statements_summary_by_digest "
@@ -35,6 +36,9 @@ _DIGESTS = (
 NOISE_SD = 3.0
 THROUGHPUT_FLOOR = 0.15  # a drop of at least 15%
 LATENCY_FLOOR = 0.25  # a rise of at least 25%
+# whatever the noise (a stall in a short window), these are always breaches
+THROUGHPUT_CAP = 0.5  # throughput halved
+LATENCY_CAP = 1.0  # latency doubled
 ERROR_RATE_FLOOR = 0.01  # one statement in a hundred more failing
 THREADS_FLOOR = 4.0  # Threads_running up by at least 4
 # below this many statements per second the window says nothing about throughput
@@ -136,8 +140,6 @@ def measure_window(
     conn = connect(params)
     try:
         with_digests = digests_enabled(conn)
-        if not with_digests:
-            query_rows(conn, "SELECT 1")  # keep the statement count per sample constant
         samples = [_sample(conn, with_digests)]
         deadline = samples[0].t + seconds
         while time.monotonic() < deadline and not (stop and stop()):
@@ -157,7 +159,8 @@ def window_from(label: str, samples: list[Sample]) -> Window:
         if b.status.get("Uptime", 0) < a.status.get("Uptime", 0):
             w.restarted = True
             continue
-        q = b.status.get("Questions", 0) - a.status.get("Questions", 0) - _OWN_STATEMENTS
+        own = _OWN_STATEMENTS[b.digests is not None]
+        q = b.status.get("Questions", 0) - a.status.get("Questions", 0) - own
         w.qps.append(max(0, q) / dt)
         w.threads_running.append(float(b.status.get("Threads_running", 0)))
         if a.digests is not None and b.digests is not None:
@@ -193,7 +196,7 @@ def judge(before: Window, after: Window, problems: list[str] | None = None) -> V
             "latency say nothing; only health and errors count"
         )
     else:
-        allowed = max(NOISE_SD * qb_sd, THROUGHPUT_FLOOR * qb)
+        allowed = min(max(NOISE_SD * qb_sd, THROUGHPUT_FLOOR * qb), THROUGHPUT_CAP * qb)
         if qb - qa > allowed:
             breaches.append(
                 f"throughput fell from {qb:.1f} to {qa:.1f} statements/s "
@@ -202,7 +205,7 @@ def judge(before: Window, after: Window, problems: list[str] | None = None) -> V
     if before.latency_ms and after.latency_ms and qb >= IDLE_QPS:
         lb, lb_sd = _mean_sd(before.latency_ms)
         la, _ = _mean_sd(after.latency_ms)
-        allowed = max(NOISE_SD * lb_sd, LATENCY_FLOOR * lb)
+        allowed = min(max(NOISE_SD * lb_sd, LATENCY_FLOOR * lb), LATENCY_CAP * lb)
         if la - lb > allowed:
             breaches.append(
                 f"mean statement latency rose from {lb:.3f} to {la:.3f} ms "

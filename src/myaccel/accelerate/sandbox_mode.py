@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from myaccel.accelerate.candidate import write_candidate
 from myaccel.accelerate.common import probe_and_plan
 from myaccel.accelerate.request import (
@@ -39,12 +41,23 @@ def run_on_sandbox(
     )
     for r in cand.applied:
         progress.note(f"  {r.id}: {r.target} {r.current} -> {r.proposed}")
+    result = ab_against_base(req, name, cand.path, out, progress)
+    return AccelerateResult(
+        out_dir=out, facts=facts, plan=plan, comparison=result.comparison, candidate=cand
+    )
+
+
+def ab_against_base(
+    req: AccelerateRequest, sandbox: str, candidate: Path, out: Path, progress: Progress
+) -> ab.AbResult:
+    """The interleaved A/B of ``accelerate``: the sandbox's base configuration against the
+    ``candidate`` option file, in ``out/ab``; arms without a valid run raise."""
     result = ab.run(
         ab.AbRequest(
-            sandbox=name,
+            sandbox=sandbox,
             profile=req.profile,
             baseline=ab.make_arm("baseline", None, (), None),
-            candidate=ab.make_arm("candidate", str(cand.path), (), None),
+            candidate=ab.make_arm("candidate", str(candidate), (), None),
             command=req.command,
             out_dir=out / "ab",
             candidate_label="tuned",
@@ -53,6 +66,4 @@ def run_on_sandbox(
     )
     progress.ab_done(result)
     ab.require_valid_arms(result.records, result.out_dir)
-    return AccelerateResult(
-        out_dir=out, facts=facts, plan=plan, comparison=result.comparison, candidate=cand
-    )
+    return result
