@@ -1,96 +1,219 @@
-"""`accelerate` on an existing server: baseline runs, the plan's server layer applied with
-a journal (undone by `myaccel rollback`), tuned runs, and their comparison. The phases are
-not interleaved: the comparison says so."""
+"""`accelerate` on an existing server: nothing is benchmarked on the server itself.
+
+preflight (restart method, privileges, disk for the clone) -> probe and plan (without a
+way to restart: online changes only, or a refusal) -> clone (``myaccel.clone``) ->
+interleaved A/B on the clone (its configuration = the user's server, vs the plan) -> if the
+plan improves, a journaled apply to the server -> guarded verification with the server's
+own counters (``live``) over a window before and after; a breach rolls back.
+
+Figures from the clone are causal (interleaved arms, identical data); figures from the
+live server are observational (its own traffic, before vs after). No table, user or schema
+is created on the server."""
 
 from __future__ import annotations
 
+import json
+import uuid
+from dataclasses import replace
 from pathlib import Path
 
+from myaccel.accelerate.candidate import write_candidate
 from myaccel.accelerate.common import probe_and_plan
+from myaccel.accelerate.live import Verdict
 from myaccel.accelerate.request import (
     AccelerateRequest,
     AccelerateResult,
     ExistingServer,
     Progress,
 )
-from myaccel.actions import apply_changes, plan_changes
-from myaccel.actions.plan_apply import ServerHandle, build_changes, health_check, save_handle
-from myaccel.artifacts import save
-from myaccel.bench.compare import compare_runs
-from myaccel.bench.run_record import RunRecord
-from myaccel.bench.session import BenchRequest, local_server_pid, require_valid_runs, run_bench
-from myaccel.errors import UsageError
-
-NOT_INTERLEAVED = (
-    "arms were not interleaved: before/after on a live server, "
-    "drift between the phases is not controlled"
+from myaccel.accelerate.rollout import LIVE_FIGURES, guarded_apply
+from myaccel.accelerate.sandbox_mode import ab_against_base
+from myaccel.actions import journals_dir, plan_changes
+from myaccel.actions.plan_apply import (
+    PlannedChanges,
+    ServerHandle,
+    build_changes,
+    sandbox_handle,
 )
+from myaccel.actions.session import derive_conf_dir, refuse_unfinished
+from myaccel.artifacts import write_text
+from myaccel.bench.compare import Comparison
+from myaccel.clone import CloneRequest, RestartMethod, make_clone, preflight
+from myaccel.clone.source import read_source
+from myaccel.errors import UsageError
+from myaccel.model import Facts
+from myaccel.rules.model import Plan
+from myaccel.server.sandbox import Sandbox
+from myaccel.server.sandbox.layout import sandboxes_root
+
+CLONE_FIGURES = "from the clone: interleaved A/B (ABBA) on a copy of the server, causal"
+
+
+def plan_improves(cmp: Comparison) -> tuple[bool, str]:
+    """The plan improves when the geometric mean's 95% interval lies above zero, at least
+    one cell's verdict is ``improved`` and none is ``regressed``; else why not."""
+    verdicts = [c.verdict for c in cmp.cells]
+    if "regressed" in verdicts:
+        return False, "a workload regressed"
+    if cmp.geomean_ci_low_pct is None:
+        return False, "too few runs for an interval"
+    if cmp.geomean_ci_low_pct <= 0:
+        return False, f"its 95% interval starts at {cmp.geomean_ci_low_pct:+.1f}%"
+    if "improved" not in verdicts:
+        return False, "no workload's verdict is improved (more runs per arm decide)"
+    return True, "improved"
+
+
+def _handle(target: ExistingServer, restart: RestartMethod) -> ServerHandle:
+    conf_dir = target.conf_dir
+    if restart.kind == "sandbox" and target.restart_command is None:
+        h = sandbox_handle(restart.detail, create=True)
+        h.params = target.params
+        return h
+    if restart.kind == "systemd" or (target.unit and restart.kind == "none"):
+        return ServerHandle("systemd", target.params, conf_dir, unit=target.unit or restart.detail)
+    if restart.kind == "command":
+        return ServerHandle("command", target.params, conf_dir, restart_command=restart.detail)
+    h = ServerHandle("none", target.params, None)
+    h.conf_dir_reason = f"myaccel cannot restart this server ({restart.detail})"
+    return h
 
 
 def run_on_server(
     req: AccelerateRequest, target: ExistingServer, progress: Progress
 ) -> AccelerateResult:
     params = target.params
-    facts, plan, out = probe_and_plan(req, params, progress.note)
-    handle = ServerHandle(
-        kind="systemd" if target.unit else "none",
-        params=params,
-        conf_dir=target.conf_dir,
-        unit=target.unit,
+    progress.step("preflight")
+    refuse_unfinished(journals_dir())
+    src = read_source(params)
+    pre = preflight(
+        src, purpose="apply", target=sandboxes_root(), restart_command=target.restart_command
     )
+    pre.require()
+    pre_clone = preflight(src, purpose="clone", target=sandboxes_root())
+    pre_clone.require()
+    progress.note(f"restart method: {pre.restart.kind} ({pre.restart.detail})")
+    for p in pre.problems + pre_clone.problems:
+        progress.note(f"note: {p.message} ({p.hint})")
+    handle = _handle(target, pre.restart)
+    progress.step("probe and plan")
+    facts, plan, out = probe_and_plan(req, params, progress.note)
+    if handle.kind in ("systemd", "command"):
+        derive_conf_dir(handle, facts, progress.note)
     pc = build_changes(plan, handle, layers=["server"])
     planned, _ = plan_changes(pc.changes)
+    for r, why in pc.skipped:
+        progress.note(f"not applied {r.id}: {why}")
     if not planned:
+        if handle.kind == "none":
+            raise UsageError(
+                f"myaccel cannot restart this server ({pre.restart.detail}) and the plan has "
+                "no online change left",
+                hint="give --restart-command CMD (or --server-unit UNIT) for the changes that "
+                f"need a restart; see {out / 'plan.json'}",
+            )
         raise UsageError(
             "the plan has nothing to apply on this server", hint=f"see {out / 'plan.json'}"
         )
+    if handle.kind == "none":
+        progress.note(
+            "online changes only: myaccel cannot restart this server "
+            f"({pre.restart.detail}); restart-only changes are left out"
+        )
     for s, desired, ch in planned:
         progress.note(f"will change {s.target}: {ch.current} -> {desired}")
-    for r, why in pc.skipped:
-        progress.note(f"not applied {r.id}: {why}")
-
-    def measure(phase: str) -> list[RunRecord]:
-        result = run_bench(
-            BenchRequest(
-                bench=params,
-                admin=params,
-                profile=req.profile,
-                command=req.command,
-                server_pid=local_server_pid(params),  # a restart changes it
-                out_dir=out / phase,
-            ),
-            progress,
-        )
-        assert result is not None  # not prepare_only
-        progress.bench_done(result)
-        require_valid_runs(result.records, result.out_dir)
-        return result.records
-
-    progress.step("baseline runs")
-    before = measure("before")
-    if not target.yes and not progress.confirm(f"apply {len(planned)} change(s) to the server?"):
-        raise UsageError("applying to an existing server needs confirmation", hint="pass --yes")
-    res = apply_changes(
-        pc.changes,
-        plan_id=plan.created_at,
-        facts_digest=plan.facts_digest,
-        server=handle.describe(),
-    )
-    save_handle(Path(res.journal_path or ""), handle)
-    if pc.restart_needed:
-        handle.restart(progress.note)
-    problems = health_check(handle, pc.server_values)
-    if problems:
-        progress.note("warning: " + "; ".join(problems))
-    progress.step("tuned runs")
-    after = measure("after")
-    cmp = compare_runs(before, after, candidate_label="tuned")
-    cmp = cmp.model_copy(update={"warnings": [*cmp.warnings, NOT_INTERLEAVED]})
-    save(out / "comparison.json", cmp)
-    return AccelerateResult(
+    clone_name = f"accel-{uuid.uuid4().hex[:8]}"
+    progress.step(f"clone '{clone_name}' of the server")
+    try:
+        cmp = _ab_on_clone(req, target, plan, pc, facts, out, clone_name, progress)
+    finally:
+        if not target.keep_clone and Sandbox.exists(clone_name):
+            progress.note(f"removing clone '{clone_name}'")
+            Sandbox.destroy_named(clone_name)
+    improves, why = plan_improves(cmp)
+    result = AccelerateResult(
         out_dir=out,
         facts=facts,
         plan=plan,
         comparison=cmp,
-        journal=Path(res.journal_path) if res.journal_path else None,
+        clone=clone_name,
+        figures=[CLONE_FIGURES],
     )
+    if not improves and not target.force:
+        gain = "n/a" if cmp.geomean_delta_pct is None else f"{cmp.geomean_delta_pct:+.1f}%"
+        progress.note(
+            f"the clone's A/B does not show the plan improving (geomean {gain}; {why}): "
+            "nothing applied to the server (--force applies anyway, under the same guard)"
+        )
+        _save_summary(out, result, None)
+        return result
+    progress.step("apply to the server, guarded")
+    if not target.yes and not progress.confirm(f"apply {len(planned)} change(s) to the server?"):
+        raise UsageError("applying to an existing server needs confirmation", hint="pass --yes")
+    return _apply_and_verify(result, target, handle, pc, progress)
+
+
+def _ab_on_clone(
+    req: AccelerateRequest,
+    target: ExistingServer,
+    plan: Plan,
+    pc: PlannedChanges,
+    facts: Facts,
+    out: Path,
+    clone_name: str,
+    progress: Progress,
+) -> Comparison:
+    made = make_clone(CloneRequest(source=target.params, name=clone_name), progress.note)
+    progress.note(f"clone ready in {made.duration_s:.1f} s: {made.record_path}")
+    only = plan.model_copy(update={"recommendations": pc.recs})
+    cand = write_candidate(only, facts, out / "tuned.cnf")
+    progress.step("interleaved A/B on the clone: the server's configuration vs the plan")
+    res = ab_against_base(req, clone_name, cand.path, out, progress)
+    return res.comparison
+
+
+def _apply_and_verify(
+    result: AccelerateResult,
+    target: ExistingServer,
+    handle: ServerHandle,
+    pc: PlannedChanges,
+    progress: Progress,
+) -> AccelerateResult:
+    def record(verdict: Verdict, journal: Path) -> None:
+        done = replace(
+            result, journal=journal, live=verdict.summary(), figures=[*result.figures, LIVE_FIGURES]
+        )
+        _save_summary(result.out_dir, done, verdict)
+
+    rollout = guarded_apply(
+        result.plan,
+        pc,
+        handle,
+        window_s=target.window_s,
+        settle_s=target.settle_s,
+        say=progress.note,
+        record=record,
+    )
+    return replace(
+        result,
+        journal=rollout.journal,
+        live=rollout.verdict.summary(),
+        figures=[*result.figures, LIVE_FIGURES],
+    )
+
+
+def _save_summary(out: Path, result: AccelerateResult, verdict: Verdict | None) -> None:
+    cmp = result.comparison
+    doc = {
+        "clone": {
+            "name": result.clone,
+            "source": CLONE_FIGURES,
+            "geomean_delta_pct": cmp.geomean_delta_pct,
+            "ci_low_pct": cmp.geomean_ci_low_pct,
+            "ci_high_pct": cmp.geomean_ci_high_pct,
+        },
+        "applied": result.journal is not None,
+        "journal": str(result.journal) if result.journal else None,
+        "live": None if verdict is None else {**verdict.summary(), "source": LIVE_FIGURES},
+    }
+    write_text(out / "existing.json", json.dumps(doc, indent=2) + "\n", private=True)

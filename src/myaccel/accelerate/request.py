@@ -32,13 +32,19 @@ class SandboxTarget:
 
 @dataclass(frozen=True)
 class ExistingServer:
-    """A running server, measured before and after a journaled apply (not interleaved).
+    """A running server: the plan is measured on a clone of it (interleaved A/B), then
+    applied with a journal and verified with the server's own counters (``live``).
     ``params`` carry its password: it is used to connect, never written anywhere."""
 
     params: ConnectParams
     unit: str | None = None  # systemd unit to restart for restart-only knobs
     conf_dir: Path | None = None  # for the managed 99-myaccel.cnf
     yes: bool = False  # apply without asking (``Progress.confirm``)
+    restart_command: str | None = None  # restarts (and starts) the server
+    force: bool = False  # apply even when the clone's A/B shows no improvement
+    keep_clone: bool = False  # keep the clone sandbox afterwards
+    window_s: float = 30.0  # each guard window on the live server
+    settle_s: float = 30.0  # after a restart, before the after window
 
 
 @dataclass(frozen=True)
@@ -60,9 +66,14 @@ class AccelerateResult:
     plan: Plan
     comparison: Comparison
     candidate: CandidateConfig | None = None  # on a sandbox: the tuned option file
-    journal: Path | None = None  # the apply's journal (rollback); --swap-binary's on a sandbox
+    journal: Path | None = (
+        None  # the apply's journal (rollback): an existing server's, or --swap-binary's
+    )
     more: dict[str, Comparison] = field(default_factory=dict)  # --build: the other pairs
     build: BuiltServer | None = None  # --build: the optimized build measured
+    clone: str | None = None  # on an existing server: the clone the A/B ran on
+    live: dict[str, object] | None = None  # the guard's windows and verdict (``live``)
+    figures: list[str] = field(default_factory=list)  # which figures came from where
 
 
 class Progress(BenchProgress, Protocol):

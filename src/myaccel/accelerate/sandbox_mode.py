@@ -70,22 +70,7 @@ def run_on_sandbox(
     )
     for r in cand.applied:
         progress.note(f"  {r.id}: {r.target} {r.current} -> {r.proposed}")
-    abreq = ab.AbRequest(
-        sandbox=name,
-        profile=req.profile,
-        baseline=ab.make_arm("baseline", None, (), None),
-        candidate=ab.make_arm("candidate", str(cand.path), (), None),
-        command=req.command,
-        out_dir=out / "ab",
-        candidate_label="tuned",
-        workload=req.workload,
-    )
-    if built is not None:
-        abreq = three_arms(abreq, built)
-        progress.step("three arms, interleaved: distro defaults, distro + plan, build + plan")
-    result = ab.run(abreq, progress)
-    progress.ab_done(result)
-    ab.require_valid_arms(result.records, result.out_dir)
+    result = ab_against_base(req, name, cand.path, out, progress, built=built)
     journal = None
     if built is not None and req.build is not None and req.build.swap_binary:
         journal = swap_binary(sb, built, plan.created_at, plan.facts_digest, progress)
@@ -99,6 +84,37 @@ def run_on_sandbox(
         more=result.more,
         build=built,
     )
+
+
+def ab_against_base(
+    req: AccelerateRequest,
+    sandbox: str,
+    candidate: Path,
+    out: Path,
+    progress: Progress,
+    *,
+    built: BuiltServer | None = None,
+) -> ab.AbResult:
+    """The interleaved A/B of ``accelerate``: the sandbox's base configuration against the
+    ``candidate`` option file (and, with ``built``, the build with it as a third arm), in
+    ``out/ab``; arms without a valid run raise."""
+    abreq = ab.AbRequest(
+        sandbox=sandbox,
+        profile=req.profile,
+        baseline=ab.make_arm("baseline", None, (), None),
+        candidate=ab.make_arm("candidate", str(candidate), (), None),
+        command=req.command,
+        out_dir=out / "ab",
+        candidate_label="tuned",
+        workload=req.workload,
+    )
+    if built is not None:
+        abreq = three_arms(abreq, built)
+        progress.step("three arms, interleaved: distro defaults, distro + plan, build + plan")
+    result = ab.run(abreq, progress)
+    progress.ab_done(result)
+    ab.require_valid_arms(result.records, result.out_dir)
+    return result
 
 
 BUILD_ARM = "build"

@@ -1,11 +1,13 @@
 """From a plan to journaled changes on a server: which setting carries each
-recommendation, how the server is restarted (sandbox or systemd) and health-checked, and
+recommendation, how the server is restarted (sandbox, systemd, or a command the user
+gives) and health-checked, and
 automatic rollback when the server does not come back healthy."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import threading
 import time
@@ -41,7 +43,7 @@ AUTOMATABLE = ("mysql:", "sysctl:", "sysfs:", "debugfs:", "systemd:", "file:")
 class ServerHandle:
     """How to reach, restart and check the server a plan is applied to."""
 
-    kind: str  # sandbox, systemd, none
+    kind: str  # sandbox, systemd, command, none
     params: ConnectParams | None
     conf_dir: Path | None
     sandbox_name: str | None = None
@@ -49,6 +51,8 @@ class ServerHandle:
     home: str | None = None
     # why conf_dir is None (shown when restart-only knobs are skipped)
     conf_dir_reason: str | None = None
+    # kind "command": what restarts (and starts) the server, given by the user
+    restart_command: str | None = None
 
     @property
     def managed_file(self) -> Path | None:
@@ -79,6 +83,7 @@ class ServerHandle:
             "unit": self.unit,
             "conf_dir": str(self.conf_dir) if self.conf_dir else None,
             "home": self.home,
+            **({"restart_command": self.restart_command} if self.restart_command else {}),
         }
 
     @classmethod
@@ -121,6 +126,7 @@ class ServerHandle:
             params=params,
             conf_dir=Path(str(d["conf_dir"])) if d.get("conf_dir") else None,
             unit=_opt_str(d.get("unit")),
+            restart_command=_opt_str(d.get("restart_command")),
         )
 
     # ------------------------------------------------------------ restart phases
@@ -154,10 +160,28 @@ class ServerHandle:
             crash_point("restart-down")
             self._systemctl("start")
             crash_point("restart-start")
+        elif self.kind == "command" and self.restart_command:
+            self._run_command()
         else:
             raise ApplyError(
                 "restart-only settings changed but myaccel does not know how to restart this server",
                 hint="pass --server-unit UNIT (systemd) or use --sandbox; or restart it yourself and run `myaccel verify`",
+            )
+
+    def _run_command(self) -> None:
+        """The user's restart command (it also starts a stopped server); the server must
+        answer within a minute after it returns."""
+        cmd = str(self.restart_command)
+        r = proc.run(shlex.split(cmd), timeout_s=600)
+        if not r.ok:
+            raise ApplyError(
+                f"the restart command failed ({cmd}): {(r.stderr or r.stdout).strip()[-200:]}",
+                hint="run it by hand to see why; the server's error log tells the rest",
+            )
+        if not self.wait_reachable(timeout_s=60.0):
+            raise ApplyError(
+                f"the server does not answer after the restart command ({cmd})",
+                hint="see the server's error log",
             )
 
     def _systemctl(self, verb: str) -> None:
@@ -180,7 +204,11 @@ class ServerHandle:
 
     def startable(self) -> bool:
         """Whether myaccel knows how to start this server (a sandbox or a systemd unit)."""
-        return self.kind == "sandbox" or (self.kind == "systemd" and bool(self.unit))
+        return (
+            self.kind == "sandbox"
+            or (self.kind == "systemd" and bool(self.unit))
+            or (self.kind == "command" and bool(self.restart_command))
+        )
 
     def wait_reachable(self, timeout_s: float = 60.0) -> bool:
         """Wait for a server that is starting (a crash may have left one half way up)."""
@@ -202,6 +230,9 @@ class ServerHandle:
         elif self.kind == "systemd" and self.unit:
             log(f"starting {self.unit}")
             self._systemctl("start")
+        elif self.kind == "command" and self.restart_command:
+            log(f"starting the server: {self.restart_command}")
+            self._run_command()
         else:
             raise ApplyError(
                 "the server is not reachable and myaccel does not know how to start it",

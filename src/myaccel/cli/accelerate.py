@@ -25,7 +25,6 @@ from myaccel.cli.bench import (
     workload_file_option,
 )
 from myaccel.cli.common import ServerOptions, command_line, options_into, resolve, server_options
-from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
 from myaccel.cli.report import report_after_run
 from myaccel.errors import UsageError
@@ -76,6 +75,12 @@ class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags):
             "--swap-binary": self.swap_binary,
             "--train": self.train != "quick",
         }
+
+    restart_command: str | None = None
+    force: bool = False
+    keep_clone: bool = False
+    window: float = 30.0
+    settle: float = 30.0
 
 
 class AccelerateProgress(TerminalProgress):
@@ -136,6 +141,31 @@ def _replay(
 )
 @click.option("--yes", is_flag=True, help="Existing server: apply without asking.")
 @click.option(
+    "--restart-command",
+    metavar="CMD",
+    help="Existing server: a command that restarts (and starts) it, for restart-only knobs.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Existing server: apply even when the clone's A/B shows no improvement (still guarded).",
+)
+@click.option("--keep-clone", is_flag=True, help="Existing server: keep the clone sandbox.")
+@click.option(
+    "--window",
+    type=click.FloatRange(2, 3600),
+    default=30.0,
+    show_default=True,
+    help="Existing server: seconds of each guard window (its counters before and after).",
+)
+@click.option(
+    "--settle",
+    type=click.FloatRange(0, 3600),
+    default=30.0,
+    show_default=True,
+    help="Existing server: seconds to wait after a restart before the after window.",
+)
+@click.option(
     "--create",
     is_flag=True,
     help="Create the sandbox named by --sandbox if it does not exist (never done silently).",
@@ -195,8 +225,10 @@ def accelerate(opts: AccelerateOptions) -> None:
     Without server options: a sandbox named 'accelerate' (created from the distribution's
     binaries with their defaults when missing; a --sandbox NAME that does not exist needs
     --create) and an interleaved A/B; an interrupt puts the sandbox back on its base
-    configuration. With server options: an existing
-    server, measured before and after a journaled apply (not interleaved: said so).
+    configuration. With server options: an existing server, never benchmarked itself:
+    preflight, a clone of it for an interleaved A/B (its configuration vs the plan), then,
+    if the plan improves, a journaled apply verified with the server's own counters over
+    a window before and after; a guardrail breach rolls back (docs/existing-server.md).
     --workload-file W.json: the A/B replays a workload of `myaccel capture` (sandbox mode;
     missing schemas are created from the DDL in the capture)."""
     t0 = time.monotonic()
@@ -218,6 +250,11 @@ def accelerate(opts: AccelerateOptions) -> None:
                 unit=opts.server_unit,
                 conf_dir=Path(opts.conf_dir) if opts.conf_dir else None,
                 yes=opts.yes,
+                restart_command=opts.restart_command,
+                force=opts.force,
+                keep_clone=opts.keep_clone,
+                window_s=opts.window,
+                settle_s=opts.settle,
             )
         else:
             target = pipeline.SandboxTarget(
@@ -256,9 +293,27 @@ def accelerate(opts: AccelerateOptions) -> None:
             report_after_run([out, *extra], out)
             click.echo(f"total: {(time.monotonic() - t0) / 60:.1f} min")
             return
-        cmp = result.comparison
-        write_output(out / "comparison.md", format_markdown(cmp))
-        click.echo(format_markdown(cmp), nl=False)
-        click.echo(f"applied with journal {result.journal}; undo with: myaccel rollback")
+        for line in result.figures:
+            click.echo(f"figures {line}")
+        if result.live is not None:
+            _echo_live(result.live)
+        if result.journal:
+            click.echo(f"applied with journal {result.journal}; undo with: myaccel rollback")
+        else:
+            click.echo("nothing applied to the server")
         report_after_run([out, *([result.journal] if result.journal else [])], out)
         click.echo(f"results: {out}; total {(time.monotonic() - t0) / 60:.1f} min")
+
+
+def _echo_live(live: dict[str, object]) -> None:
+    """The guard's two windows, one line each."""
+    for key in ("before", "after"):
+        w = live.get(key)
+        if not isinstance(w, dict):
+            continue
+        parts = [f"live {key}: {w.get('seconds')} s"]
+        for name, unit in (("qps", "statements/s"), ("latency_ms", "ms"), ("error_rate", "")):
+            st = w.get(name)
+            if isinstance(st, dict):
+                parts.append(f"{name} {st['mean']} +/- {st['sd']} {unit}".rstrip())
+        click.echo(", ".join(parts))

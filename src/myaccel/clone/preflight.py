@@ -88,16 +88,16 @@ class Preflight:
 def detect_restart(
     src: SourceServer, restart_command: str | None = None, proc_root: Path = Path("/proc")
 ) -> RestartMethod:
-    """How myaccel could restart the source: its sandbox, a command the user gave, or the
+    """How myaccel could restart the source: a command the user gave, its sandbox, or the
     systemd unit whose cgroup holds its process."""
+    if restart_command:  # the user's word wins over what myaccel would find
+        return RestartMethod("command", restart_command, "given by the user")
     if src.sandbox is not None:
         return RestartMethod("sandbox", src.sandbox, "the server is a myaccel sandbox")
     for arg in src.args[1:2]:  # a sandbox's server reached by its socket or port
         option_file = Path(arg.removeprefix("--defaults-file="))
         if arg.startswith("--defaults-file=") and option_file.parent.parent == sandboxes_root():
             return RestartMethod("sandbox", option_file.parent.name, f"started with {arg}")
-    if restart_command:
-        return RestartMethod("command", restart_command, "given by the user")
     if src.pid is None:
         return RestartMethod("none", "the server is not on this host", "no local process")
     try:

@@ -1,0 +1,86 @@
+"""The guarded rollout on an existing server: the before window of its own counters, the
+journaled apply (and restart, which rolls back itself when the server does not come back
+healthy), the after window, and the verdict (``live.judge``); a breach rolls the journal
+back (restarting again when the apply restarted) and raises ``GuardrailBreach``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from myaccel.accelerate.live import Verdict, judge, safe_window
+from myaccel.actions import ApplyError, apply_changes
+from myaccel.actions.applier import finish_rollback, rollback
+from myaccel.actions.plan_apply import PlannedChanges, ServerHandle, health_check
+from myaccel.actions.session import restart_and_check
+from myaccel.rules.model import Plan
+
+LIVE_FIGURES = "from the live server: its own counters before and after the apply, observational"
+
+
+class GuardrailBreach(ApplyError):
+    """The live server did worse after the apply: rolled back."""
+
+
+@dataclass(frozen=True)
+class Rollout:
+    journal: Path
+    verdict: Verdict
+
+
+def guarded_apply(
+    plan: Plan,
+    pc: PlannedChanges,
+    handle: ServerHandle,
+    *,
+    window_s: float,
+    settle_s: float,
+    say: Callable[[str], None],
+    record: Callable[[Verdict, Path], None] = lambda v, j: None,
+) -> Rollout:
+    """Apply ``pc`` to the server of ``handle`` between two windows of its counters;
+    ``record`` sees the verdict before a rollback."""
+    assert handle.params is not None
+    params = handle.params
+    say(f"live server: the before window ({window_s:.0f} s)")
+    before, problems = safe_window(params, "before", window_s)
+    if problems:
+        raise ApplyError(
+            "the server is not healthy before the apply: " + "; ".join(problems),
+            hint="nothing was changed; check the server",
+        )
+    res = apply_changes(
+        pc.changes,
+        plan_id=plan.created_at,
+        facts_digest=plan.facts_digest,
+        server=handle.describe(),
+    )
+    jpath = Path(res.journal_path or "")
+    if pc.restart_needed:
+        restart_and_check(handle, pc.server_values, jpath, say)  # rolls back itself
+        if settle_s > 0:
+            say(f"letting the server warm up for {settle_s:.0f} s")
+            time.sleep(settle_s)
+    say(f"live server: the after window ({window_s:.0f} s)")
+    after, problems = safe_window(params, "after", window_s)
+    if not problems:
+        problems = health_check(handle, pc.server_values)
+    verdict = judge(before, after, problems)
+    for n in verdict.notes:
+        say(f"guard: {n}")
+    record(verdict, jpath)
+    if verdict.ok:
+        say("guard: no breach, the changes stay (undo with: myaccel rollback)")
+        return Rollout(jpath, verdict)
+    say("guard: " + "; ".join(verdict.breaches) + ": rolling back")
+    rollback(jpath, connect=handle.connector(), finish=False)
+    if pc.restart_needed:
+        handle.restart(say)
+    finish_rollback(jpath)
+    raise GuardrailBreach(
+        "guardrail breach on the live server (" + "; ".join(verdict.breaches)[:300] + "): "
+        "rolled back, it runs on its old configuration again",
+        hint=f"the journal {jpath} records what was tried",
+    )

@@ -1,0 +1,241 @@
+"""`accelerate` on an existing server (issue 18 item 2): a "production" sandbox treated as
+any running server (reached by its socket, restarted through ``--restart-command``), with a
+schema of its own and a load driver (an application account) running throughout.
+
+Happy path: preflight, clone, interleaved A/B on the clone, journaled apply, guarded
+verification; the plan stays applied, the production schemas are unchanged (no sbtest
+tables there) and the clone is gone. Guardrails: a plan whose value fails on restart, and
+a plan that really breaks the application (``read_only``: its writes fail, it backs off),
+end rolled back automatically: option files byte-identical, server up, journal
+rolled-back."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pymysql
+import pytest
+
+from myaccel import accelerate as pipeline
+from myaccel.accelerate.rollout import GuardrailBreach, guarded_apply
+from myaccel.actions import ApplyError, Journal, journals_dir
+from myaccel.actions.plan_apply import ServerHandle, build_changes
+from myaccel.bench.profiles import ProfileOptions, build_profile
+from myaccel.cli.accelerate import AccelerateProgress
+from myaccel.rules.model import Plan, Recommendation, Risk
+from myaccel.server.connection import ConnectParams
+from myaccel.server.sandbox import Sandbox
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = "shop"
+APP = ("app", "app-secret-1")
+
+
+class AppLoad:
+    """The application: inserts and updates in autocommit; on an error it backs off for
+    50 ms and reconnects, as applications do."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self.socket = str(sb.socket)
+        self.stop = threading.Event()
+        self.ops = 0
+        self.errors = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _connect(self) -> Any:
+        return pymysql.connect(
+            unix_socket=self.socket, user=APP[0], password=APP[1], autocommit=True
+        )
+
+    def _run(self) -> None:
+        conn = None
+        while not self.stop.is_set():
+            try:
+                conn = conn or self._connect()
+                with conn.cursor() as cur:
+                    cur.execute(f"INSERT INTO {SCHEMA}.orders (amount) VALUES (%s)", (self.ops,))
+                    cur.execute(
+                        f"UPDATE {SCHEMA}.orders SET amount = amount + 1 WHERE id = %s",
+                        (1 + self.ops % 500,),
+                    )
+                self.ops += 1
+            except pymysql.MySQLError:
+                self.errors += 1
+                conn = None
+                time.sleep(0.05)
+
+    def __enter__(self) -> AppLoad:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+
+@pytest.fixture
+def prod(myaccel_home: Path) -> Iterator[Sandbox]:
+    sb = Sandbox.init("prod", timeout_s=120)
+    try:
+        for sql in (
+            f"CREATE DATABASE {SCHEMA}",
+            f"CREATE TABLE {SCHEMA}.orders (id INT AUTO_INCREMENT PRIMARY KEY, amount INT)",
+            f"INSERT INTO {SCHEMA}.orders (amount) SELECT seq FROM mysql.seq_1_to_500",
+            f"CREATE USER '{APP[0]}'@'localhost' IDENTIFIED BY '{APP[1]}'",
+            f"GRANT ALL ON {SCHEMA}.* TO '{APP[0]}'@'localhost'",
+        ):
+            sb.query(sql)
+        yield sb
+    finally:
+        Sandbox.destroy_named("prod")
+
+
+def _restart_command(sb: Sandbox, conf_dir: Path) -> str:
+    """What an init script would do: restart with the managed file when there is one."""
+    me = f"{shlex.quote(sys.executable)} -m myaccel sandbox restart {sb.name}"
+    f = shlex.quote(str(conf_dir / "99-myaccel.cnf"))
+    script = f"if [ -f {f} ]; then exec {me} --config {f}; else exec {me} --base-config; fi"
+    return f"sh -c {shlex.quote(script)}"
+
+
+def _files(sb: Sandbox, conf_dir: Path) -> dict[str, str]:
+    paths = [sb.option_file, *sorted(conf_dir.iterdir())]
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+def _schemas(sb: Sandbox) -> list[tuple[Any, ...]]:
+    return list(
+        sb.query(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA "
+            "NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys') ORDER BY 1, 2"
+        )
+    ) + list(sb.query("SELECT user, host FROM mysql.user ORDER BY 1, 2"))
+
+
+def test_accelerate_existing_server_happy_path(
+    prod: Sandbox, myaccel_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole flow, with a tiny A/B (one write-only cell, 1 run per arm of 3 s) whose
+    verdict on this shared 2-vCPU VM is too noisy to gate on: ``force`` applies anyway,
+    under the same guard."""
+    conf_dir = tmp_path / "conf.d"
+    conf_dir.mkdir()
+    before = _schemas(prod)
+    out = tmp_path / "acc"
+    profile = build_profile(
+        ProfileOptions(
+            workloads=("oltp_write_only",),
+            threads=(2,),
+            duration_s=3,
+            warmup_s=1,
+            runs_per_arm=1,
+            scale=0.02,
+        )
+    )
+    target = pipeline.ExistingServer(
+        params=ConnectParams(
+            host=None, port=3306, socket=str(prod.socket), user="root", password=None
+        ),
+        conf_dir=conf_dir,
+        restart_command=_restart_command(prod, conf_dir),
+        yes=True,
+        force=True,
+        window_s=3,
+        settle_s=1,
+    )
+    with AppLoad(prod) as load:
+        time.sleep(0.5)
+        result = pipeline.run(
+            pipeline.AccelerateRequest(
+                target=target,
+                profile=profile,
+                command=["myaccel", "accelerate"],
+                durability="relaxed",
+                out_dir=out,
+                measure_storage=False,
+            ),
+            AccelerateProgress(),
+        )
+    err = capsys.readouterr().err
+    assert "restart method: command" in err
+    assert result.journal is not None and result.live is not None and result.clone
+    assert [f.split(":")[0] for f in result.figures] == ["from the clone", "from the live server"]
+    assert (out / "existing.json").is_file() and (out / "ab" / "comparison.json").is_file()
+    assert load.ops > 0 and result.live["breaches"] == []
+    assert _schemas(prod) == before  # no sbtest table, no user made on production
+    assert [s.name for s in Sandbox.list_all()] == ["prod"]  # the clone is gone
+    assert Journal.load(result.journal).data.status == "applied"
+
+
+def _plan(*recs: tuple[str, str, Risk]) -> Plan:
+    return Plan(
+        created_at="2026-11-25T00:00:00+00:00",
+        myaccel_version="test",
+        facts_digest="test",
+        hostname=None,
+        recommendations=[
+            Recommendation(
+                id=f"test-{name}",
+                layer="server",
+                title=name,
+                target=f"mysql:{name}",
+                current=None,
+                proposed=value,
+                rationale="a plan that hurts, for the guard",
+                expected_effect="worse",
+                effect_source="test",
+                risk=risk,
+                verify="-",
+            )
+            for name, value, risk in recs
+        ],
+    )
+
+
+def _guard(prod: Sandbox, conf_dir: Path, plan: Plan) -> ApplyError:
+    params: ConnectParams = prod.connect_params()
+    handle = ServerHandle(
+        "command", params, conf_dir, restart_command=_restart_command(prod, conf_dir)
+    )
+    pc = build_changes(plan, handle, layers=["server"])
+    files = _files(prod, conf_dir)
+    with AppLoad(prod), pytest.raises(ApplyError) as err:
+        time.sleep(1.0)
+        guarded_apply(
+            plan,
+            pc,
+            handle,
+            window_s=3,
+            settle_s=0,
+            say=print,
+            record=lambda v, j: print(v.summary()),
+        )
+    assert _files(prod, conf_dir) == files
+    assert prod.query("SELECT 1")[0][0] == 1
+    journals = sorted(journals_dir().glob("*.json"))
+    assert journals and Journal.load(journals[-1]).data.status == "rolled-back"
+    return err.value
+
+
+def test_guard_rolls_back_a_value_that_fails_on_restart(prod: Sandbox, tmp_path: Path) -> None:
+    conf_dir = tmp_path / "conf.d"
+    conf_dir.mkdir()
+    (conf_dir / "50-user.cnf").write_text("[mysqld]\n# the user's own file\n")
+    err = _guard(prod, conf_dir, _plan(("innodb_page_size", "32768", "restart")))
+    assert "did not come back healthy" in err.message
+
+
+def test_guard_rolls_back_a_live_regression(prod: Sandbox, tmp_path: Path) -> None:
+    conf_dir = tmp_path / "conf.d"
+    conf_dir.mkdir()
+    err = _guard(prod, conf_dir, _plan(("read_only", "ON", "online")))
+    assert isinstance(err, GuardrailBreach) and "throughput fell" in err.message
+    assert str(prod.query("SELECT @@GLOBAL.read_only")[0][0]) == "0"
