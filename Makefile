@@ -34,7 +34,7 @@ integration: system-deps venv
 	$(BIN)/pytest -q -m integration tests
 
 test: system-deps venv lint typecheck
-	$(BIN)/pytest -q --durations=40 tests
+	$(BIN)/pytest -q -n 2 --dist loadfile --durations=40 tests
 	$(MAKE) fleet-test
 
 # The Ansible collection (ansible/) against three local hosts, each with its own sandbox.

@@ -31,6 +31,7 @@ SHORT = [
     "1",
     "--table-size",
     "1000",
+    "--cleanup",  # the session's sandbox may hold another test's dataset
 ]
 
 

@@ -88,6 +88,9 @@ class TuneTerminalProgress(TerminalProgress):
 @click.option("--table-size", type=ranges.TABLE_ROWS)
 @click.option("--scale", type=ranges.SCALE)
 @click.option("--dataset", type=click.Choice(DATASET_KINDS))
+@click.option(
+    "--cleanup", is_flag=True, help="Drop an existing dataset of another size and prepare anew."
+)
 @click.option("--trials", type=click.IntRange(1, 100_000), help="Screening trials (default 20).")
 @click.option(
     "--minutes",
@@ -190,6 +193,7 @@ def tune(opts: TuneOptions) -> None:
             dataset=opts.dataset,
             ps_mode=opts.ps_mode,
             pin_client=check_pin_client(opts.pin_client),
+            cleanup=opts.cleanup,
         )
         result = tune.run(req, TuneTerminalProgress())
     from myaccel.tune.summary import format_markdown

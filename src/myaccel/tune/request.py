@@ -33,6 +33,7 @@ class TuneRequest:
     dataset: str | None = None
     ps_mode: str = "auto"
     pin_client: str | None = None
+    cleanup: bool = False  # drop an existing dataset of another size and prepare anew
 
 
 class TuneProgress(BenchProgress, Protocol):

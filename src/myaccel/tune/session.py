@@ -89,7 +89,7 @@ def run(req: TuneRequest, progress: TuneProgress) -> TuneResult:
             sb,
             req.profile,
             obj.plan_arm(),
-            harness=HarnessOptions(dataset=req.dataset, ps_mode=req.ps_mode),
+            harness=HarnessOptions(dataset=req.dataset, ps_mode=req.ps_mode, cleanup=req.cleanup),
             note=progress.note,
         )
         startup = max(3, min(10, (req.budget.trials or 20) // 3))
