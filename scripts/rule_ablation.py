@@ -19,7 +19,12 @@ read-write.
 
 Options: --runs N (per arm, default 6), --time S (20), --warmup S (10), --tables N (16),
 --table-size N (100000), --threads N (16, for cells without their own), --out DIR,
---include ID[,ID], --only ID[,ID].
+--include ID[,ID], --only ID[,ID], --record FILE.
+
+`--record FILE` (with `ablate`) writes each measured cell as a row of
+`src/myaccel/rules/data/measured_effects.json` (FILE), replacing a row of the same rule,
+cell and machine; `docs/rules.md` and the plans cite those rows (`rules/measured.py`).
+`record --from DIR --record FILE` records an earlier `ablate` run's results directory.
 
 Each `myaccel ab` leaves its results directory (runs, comparison.json, report.md) under
 --out; the tables printed at the end are read from those comparison.json files.
@@ -28,6 +33,7 @@ Each `myaccel ab` leaves its results directory (runs, comparison.json, report.md
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -38,9 +44,11 @@ from myaccel import artifacts
 from myaccel.accelerate.candidate import server_option_lines
 from myaccel.bench.compare import CellResult, Comparison
 from myaccel.facts.collect import collect_facts
+from myaccel.facts.cpulimits import server_cpu_budget
 from myaccel.facts.iomeasure import facts_with_measured_storage
 from myaccel.model import Facts
 from myaccel.rules.engine import Hints, make_plan
+from myaccel.rules.measured import MeasuredEffect
 from myaccel.rules.model import Plan
 from myaccel.server.sandbox import Sandbox
 
@@ -151,6 +159,84 @@ def _row(label: str, setting: str, c: CellResult) -> str:
     )
 
 
+def _machine(facts: Facts) -> str:
+    """``KVM guest, 2 vCPU (x86_64), 24 GB, virtio disk vda``: enough to tell machines apart."""
+    cpu = facts.cpu
+    hv = cpu.hypervisor.value
+    guest = (
+        "bare metal" if hv in (None, "", "none") else "VM guest" if hv == "guest" else f"{hv} guest"
+    )
+    mem = (facts.memory.total_bytes.value or 0) / 1e9
+    dev = facts.storage.block_device.value or "?"
+    return f"{guest}, {cpu.logical_cpus.value} CPUs ({cpu.arch.value}), {mem:.0f} GB, disk {dev}"
+
+
+def _record_rows(file: Path, rows: list[MeasuredEffect]) -> None:
+    """Add rows to the data file, replacing rows of the same rule, cell and machine."""
+    doc = json.loads(file.read_text()) if file.exists() else {"rows": []}
+    key = lambda r: (r["rule"], r["workload"], r["threads"], r["machine"], r["flavor"])  # noqa: E731
+    new = [r.model_dump(mode="json") for r in rows]
+    keys = {key(r) for r in new}
+    doc["rows"] = [r for r in doc["rows"] if key(r) not in keys] + new
+    file.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"# recorded {len(new)} row(s) in {file}", flush=True)
+
+
+def _effects(
+    rule: str, kind: str, setting: str, cmp_: Comparison, facts: Facts, a: argparse.Namespace
+) -> list[MeasuredEffect]:
+    srv = facts.server
+    assert srv is not None
+    flavor = str(srv.flavor.value)
+    return [
+        MeasuredEffect(
+            rule=rule,
+            comparison="plan-vs-plus" if kind == "plus" else "without-vs-with",
+            setting=setting,
+            machine=_machine(facts),
+            cpus=int(server_cpu_budget(facts).value or 0),
+            flavor=flavor,
+            server=f"{'MariaDB' if flavor == 'mariadb' else 'MySQL'} {srv.version.value}",
+            workload=c.workload,
+            threads=c.threads,
+            dataset=f"{a.tables} x {a.table_size:,} rows",
+            runs_per_arm=min(c.n_baseline, c.n_candidate),
+            delta_pct=round(c.delta_pct or 0.0, 2),
+            ci_low_pct=round(c.ci_low_pct or 0.0, 2),
+            ci_high_pct=round(c.ci_high_pct or 0.0, 2),
+            verdict=c.verdict,  # type: ignore[arg-type]
+            measured_on=cmp_.created_at[:10],
+            command=f"scripts/rule_ablation.py SANDBOX ablate --only {rule}"
+            + (f" --include {rule}" if kind == "plus" else "")
+            + f" --runs {min(c.n_baseline, c.n_candidate)} --record FILE",
+        )
+        for c in cmp_.cells
+        if c.delta_pct is not None
+    ]
+
+
+def _cnf_lines(path: Path) -> list[str]:
+    return [x for x in path.read_text().splitlines() if x and not x.startswith(("#", "["))]
+
+
+def record(a: argparse.Namespace) -> None:
+    """Record an earlier ablate run: each RULE/comparison.json with its RULE.*.cnf."""
+    sb = Sandbox.load(a.sandbox)
+    facts = _facts(sb, measure=False)
+    rows: list[MeasuredEffect] = []
+    for cmp_file in sorted(a.source.glob("*/comparison.json")):
+        rule = cmp_file.parent.name
+        base, cand = (
+            _cnf_lines(a.source / f"{rule}.{arm}.cnf") for arm in ("baseline", "candidate")
+        )
+        extra = [x for x in cand if x not in base]
+        kind = "plus" if rule in FORCED and extra == FORCED[rule] else "without"
+        setting = "; ".join(extra) + (" (skipped by the plan)" if kind == "plus" else "")
+        cmp_ = artifacts.load(cmp_file, Comparison)
+        rows += _effects(rule, kind, setting, cmp_, facts, a)
+    _record_rows(a.record, rows)
+
+
 def ablate(a: argparse.Namespace) -> None:
     sb = Sandbox.load(a.sandbox)
     facts = _facts(sb, measure=True)
@@ -182,6 +268,9 @@ def ablate(a: argparse.Namespace) -> None:
                 setting = "; ".join(FORCED[rule]) + " (skipped by the plan)"
             cmp_ = _ab(a.sandbox, base, cand, workload, t, a.out / rule, a)
             rows += [_row(rule, setting, c) for c in cmp_.cells]
+            if a.record:
+                kind = "without" if ids else "plus"
+                _record_rows(a.record, _effects(rule, kind, setting, cmp_, facts, a))
     print()
     print(
         "| rule | setting | cell | without (TPS) | with (TPS) | with vs without | 95% CI | p (Holm) | verdict |"
@@ -216,7 +305,7 @@ def expert(a: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sandbox")
-    ap.add_argument("mode", choices=["ablate", "expert"])
+    ap.add_argument("mode", choices=["ablate", "expert", "record"])
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--time", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=10)
@@ -226,7 +315,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("ablation-results"))
     ap.add_argument("--include", default="")
     ap.add_argument("--only", default="")
+    ap.add_argument("--record", type=Path)
+    ap.add_argument("--from", dest="source", type=Path)
     a = ap.parse_args()
+    if a.mode == "record":
+        if a.source is None or a.record is None:
+            sys.exit("error: record needs --from DIR and --record FILE")
+        record(a)
+        return
     a.out = a.out.resolve()
     if a.out.exists() and any(a.out.iterdir()):
         sys.exit(f"error: {a.out} is not empty (hint: pass a new --out DIR)")

@@ -25,6 +25,7 @@ from myaccel.rules.base import (
     Skip,
     rule,
 )
+from myaccel.rules.measured import cite_measured
 from myaccel.rules.model import (
     LAYERS,
     MemoryBudget,
@@ -185,10 +186,20 @@ def _run_rules(ctx: RuleContext, want: list[str], skipped: list[Skipped]) -> lis
                 why = f"durability knob ({knob}): only with --durability relaxed"
                 skipped.append(Skipped(id=r.id, layer=r.layer, reason=why))
                 continue
-            recs.append(r)
+            recs.append(_cite_measured(ctx, r))
             if r.target.startswith("mysql:"):
                 ctx.proposed[r.target[len("mysql:") :]] = r.proposed
     return recs
+
+
+def _cite_measured(ctx: RuleContext, r: Recommendation) -> Recommendation:
+    """``r`` citing what its change measured on a server like this one (rules/measured.py)."""
+    if ctx.facts.server is None:
+        return r
+    try:
+        return cite_measured(r, ctx.flavor, ctx.cpus())
+    except Skip:
+        return r
 
 
 def _one_value_per_target(

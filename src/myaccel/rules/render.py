@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from myaccel.rules.engine import load_rules
+from myaccel.rules.measured import measured_for, measured_markdown
 from myaccel.rules.model import LAYERS, Plan
 
 
@@ -86,4 +87,10 @@ def rules_markdown() -> str:
         out += ["", f"## {layer}", ""]
         for s in specs:
             out += [f"### `{s.id}`: {s.title}", "", s.rationale, "", f"Source: {s.source}", ""]
+            out += [
+                f"Measured on its own ({m.machine}, {m.server}, {m.dataset}): {m.summary()}"
+                for m in measured_for(s.id)
+            ]
+    if table := measured_markdown():
+        out += ["", *table]
     return "\n".join(out).rstrip() + "\n"
