@@ -41,9 +41,12 @@ def library_path(target_arch: str) -> list[str]:
     return [f"{root}/lib", f"/usr/lib/{triplet}", f"/lib/{triplet}"]
 
 
-def qemu_argv(target_arch: str) -> list[str]:
+def qemu_argv(target_arch: str, *, reserved_va: str | None = None) -> list[str]:
     """``qemu-<arch> -L <cross root> -E LD_LIBRARY_PATH=...``: the prefix of every run of a
-    target program on this machine."""
+    target program on this machine. ``reserved_va`` (``-R 4G``) bounds the guest's address
+    space: qemu-user keeps a descriptor per guest page of every mapping, so a guest that
+    reserves terabytes (InnoDB's buffer pool in MariaDB 10.11.12+) costs the host tens of
+    GB of memory without it, and its reservation fails instead with it (the smoke run)."""
     qemu = proc.which(f"qemu-{target_arch}")
     if qemu is None:
         raise DependencyMissing(
@@ -51,7 +54,15 @@ def qemu_argv(target_arch: str) -> list[str]:
             hint="apt-get install qemu-user",
         )
     root = CROSS_ROOT.get(target_arch, "/")
-    return [qemu, "-L", root, "-E", "LD_LIBRARY_PATH=" + ":".join(library_path(target_arch))]
+    bound = ["-R", reserved_va] if reserved_va else []
+    return [
+        qemu,
+        *bound,
+        "-L",
+        root,
+        "-E",
+        "LD_LIBRARY_PATH=" + ":".join(library_path(target_arch)),
+    ]
 
 
 def target_runner(target_arch: str, cross: bool) -> list[str]:

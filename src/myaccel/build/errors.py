@@ -27,3 +27,7 @@ class TrainingError(BuildFailed, code="build-training"):
 
 class VerifyFailed(BuildFailed, code="build-verify"):
     pass
+
+
+class SmokeFailed(BuildFailed, code="build-smoke"):
+    """The built server did not start or did not answer its smoke queries."""

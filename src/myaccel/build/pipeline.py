@@ -26,6 +26,7 @@ from myaccel.build.flags import (
 from myaccel.build.holdout import HoldoutStage
 from myaccel.build.manifest import MANIFEST, BuildManifest, load_manifest
 from myaccel.build.runner import BuildContext, Layout, NullProgress, ProgressSink, Stage, run_stages
+from myaccel.build.smoke import SmokeStage, smoke_applies
 from myaccel.build.stages import (
     CompileStage,
     ConfigureStage,
@@ -344,7 +345,10 @@ def stages_for(ctx: BuildContext) -> list[Stage]:
     st += [ConfigureStage("final"), CompileStage("final"), InstallStage("final")]
     if req.wants("bolt"):
         st.append(BoltStage())
-    st += [VerifyStage(), MeasureStage()]
+    st.append(VerifyStage())
+    if smoke_applies(ctx):
+        st.append(SmokeStage())
+    st.append(MeasureStage())
     if req.holdout:
         st.append(HoldoutStage())
     return st

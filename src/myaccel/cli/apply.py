@@ -332,9 +332,12 @@ def rollback_cmd(opts: RollbackOptions) -> None:
             started.append(True)
 
     connect_fn = handle.connector() if handle is not None and handle.params is not None else None
-    # Option files changed since the server started: it must restart on the restored
-    # ones. The journal stays in effect until then (a crash before it: rollback again).
-    mycnf = journal.status != "rolled-back" and any(e.kind == "mycnf" for e in journal.entries)
+    # Option files (or the unit's server binary) changed since the server started: it must
+    # restart on the restored ones. The journal stays in effect until then (a crash before
+    # it: rollback again).
+    mycnf = journal.status != "rolled-back" and any(
+        e.kind in ("mycnf", "systemd-binary") for e in journal.entries
+    )
     restart = mycnf and handle is not None and handle.startable()
     res = rollback(
         path,

@@ -348,7 +348,13 @@ def format_summary(m: dict[str, Any], wall_s: float) -> str:
     help="The build's manifest.json (adds warnings, config and BOLT checks).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-def verify_build(binary: str, manifest_path: str | None, as_json: bool) -> None:
+@click.option(
+    "--smoke",
+    is_flag=True,
+    help="Also start the MariaDB server (under qemu-user when built for another architecture) "
+    "with a small, memory-bounded configuration on an empty datadir and check it answers.",
+)
+def verify_build(binary: str, manifest_path: str | None, as_json: bool, smoke: bool) -> None:
     """Check a built server binary: profile use, no instrumentation left, LTO, atomics class,
     relocations and BOLT, text alignment, cache line. Exit 6 when a check fails."""
     from myaccel.build.errors import VerifyFailed
@@ -356,13 +362,30 @@ def verify_build(binary: str, manifest_path: str | None, as_json: bool) -> None:
     from myaccel.build.verify import run_checks
 
     man = load_manifest(Path(manifest_path)) if manifest_path else None
-    _, checks = run_checks(Path(binary), man)
+    facts, checks = run_checks(Path(binary), man)
+    smoked = None
+    if smoke:
+        from myaccel.build.smoke import smoke_binary
+        from myaccel.paths import myaccel_home
+
+        smoked = smoke_binary(
+            Path(binary),
+            str(facts.machine.value or ""),
+            Path(man.install_dir) if man and man.install_dir else None,
+            myaccel_home() / "verify-build",
+            say=lambda m: None if as_json else click.echo(m),
+        )
     if as_json:
-        click.echo(json.dumps([c.model_dump() for c in checks], indent=2))
+        rows: Any = [c.model_dump() for c in checks]
+        if smoked is not None:
+            rows = {"checks": rows, "smoke": smoked.to_dict()}
+        click.echo(json.dumps(rows, indent=2))
     else:
         for c in checks:
             exp = f" (expected {c.expected})" if c.expected and c.status != "pass" else ""
             click.echo(f"{c.status:7} {c.id:20} {c.evidence}{exp}")
+        if smoked is not None:
+            click.echo(f"smoke   {smoked.summary()}")
     failed = [c.id for c in checks if c.status == "fail"]
     if failed:
         raise VerifyFailed(

@@ -14,12 +14,13 @@ A target is a URI (DESIGN habit 10)::
 
 Every setting works under a root directory (``/`` on a real machine, a copy of a fixture
 sysroot in tests). Writes go only to the target itself or to a file myaccel owns (a name
-with ``99-myaccel``, a header saying so); a user's own files are never edited.
+with ``myaccel``, a header saying so); a user's own files are never edited.
 
 One module a family, all on the protocol in ``base`` (``Setting``): ``kernel`` (sysctl,
 sysfs, debugfs), ``whole_file`` (file), ``mycnf`` (option file), ``systemd`` (drop-in),
-``mysql`` (server variables), ``sandbox`` (a sandbox's binary); ``registry`` turns a URI
-or a journal entry into a setting.
+``mysql`` (server variables), ``sandbox`` (a sandbox's binary), ``server_binary`` (the
+server binary a systemd unit runs: an ``ExecStart`` override, ``zz-myaccel-binary.conf``);
+``registry`` turns a URI or a journal entry into a setting.
 """
 
 from myaccel.actions.settings.base import (

@@ -20,6 +20,7 @@ from myaccel.actions.settings.mycnf import CONF_DIR_CANDIDATES, OptionFileSettin
 from myaccel.actions.settings.mysql import ServerVariableSetting, check_variable_name
 from myaccel.actions.settings.pfs import ConsumerSetting, check_consumer_name
 from myaccel.actions.settings.sandbox import SandboxBasedirSetting
+from myaccel.actions.settings.server_binary import ServerBinarySetting
 from myaccel.actions.settings.systemd import (
     SERVER_UNITS,
     SystemdDropInSetting,
@@ -38,6 +39,7 @@ SCHEMES = (
     "systemd",
     "pfs-consumer",
     "sandbox",
+    "systemd-binary",
 )
 ADVISORY_SCHEMES = ("advice", "build", "irq", "hardware", "bios")
 
@@ -121,13 +123,18 @@ def setting_for(
                 )
             unit = found
         return SystemdDropInSetting(unit, key, root=root, runner=runner)
-    return _other_scheme(scheme, target, rest)
+    return _other_scheme(scheme, target, rest, root=root, runner=runner)
 
 
-def _other_scheme(scheme: str, target: str, rest: str) -> Setting:
-    """A sandbox's basedir; advisory and unknown schemes are refused."""
+def _other_scheme(
+    scheme: str, target: str, rest: str, *, root: str | Path, runner: Runner | None
+) -> Setting:
+    """A sandbox's basedir, a unit's server binary; advisory and unknown schemes are
+    refused."""
     if scheme == "sandbox":
         return _sandbox_setting(target, rest)
+    if scheme == "systemd-binary":
+        return ServerBinarySetting(rest, root=root, runner=runner)
     if scheme in ADVISORY_SCHEMES:
         raise UsageError(
             f"{target} is advisory: myaccel apply cannot change it",
@@ -179,6 +186,7 @@ _KINDS: dict[str, type[Setting]] = {
     "systemd": SystemdDropInSetting,
     "pfs-consumer": ConsumerSetting,
     "sandbox": SandboxBasedirSetting,
+    "systemd-binary": ServerBinarySetting,
 }
 
 
@@ -214,6 +222,8 @@ def setting_from_spec(
             )
         if kind == "sandbox":
             return SandboxBasedirSetting(spec["name"], root=spec["root"])
+        if kind == "systemd-binary":
+            return ServerBinarySetting(spec["unit"], root=spec["root"], runner=runner)
         if kind == "systemd":
             return SystemdDropInSetting(
                 spec["unit"], spec["key"], root=spec["root"], section=spec["section"], runner=runner

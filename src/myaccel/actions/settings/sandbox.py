@@ -4,8 +4,8 @@ base binary at the install tree ``desired`` (same version as the datadir's: a bu
 another version is refused), revert puts the file back. Either takes effect at the
 sandbox's next start.
 
-The real-server counterpart (a systemd drop-in whose ``ExecStart`` runs the build's
-``mariadbd``) is not implemented: see docs/building.md."""
+The real-server counterpart is ``systemd-binary:UNIT`` (``server_binary.py``): a systemd
+drop-in whose ``ExecStart`` runs the build's ``mariadbd``."""
 
 from __future__ import annotations
 

@@ -23,6 +23,14 @@ _UNIT_RE = re.compile(r"^[A-Za-z0-9_.@:\\-]+\.(service|socket|slice|scope)$")
 _SYSTEMD_KEY_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
 
+def check_unit_name(unit: str) -> str:
+    if not _UNIT_RE.match(unit):
+        raise UsageError(
+            f"'{unit}' is not a systemd unit name", hint="write it like mariadb.service"
+        )
+    return unit
+
+
 class SystemdDropInSetting(ManagedEntrySetting):
     """``systemd:mariadb.service/NUMAPolicy``: one ``[Service]`` key in
     /etc/systemd/system/<unit>.d/99-myaccel.conf, then ``systemctl daemon-reload`` (through
@@ -43,10 +51,7 @@ class SystemdDropInSetting(ManagedEntrySetting):
         runner: Runner | None = None,
     ) -> None:
         super().__init__(root)
-        if not _UNIT_RE.match(unit):
-            raise UsageError(
-                f"'{unit}' is not a systemd unit name", hint="write it like mariadb.service"
-            )
+        check_unit_name(unit)
         if not _SYSTEMD_KEY_RE.match(key) or not _SYSTEMD_KEY_RE.match(section):
             raise UsageError(
                 f"'{section}.{key}' is not a systemd setting name",
