@@ -129,6 +129,7 @@ class ReplayFlags:
         from myaccel.bench.replay import (
             ReplayMode,
             captured_rate,
+            check_pacing,
             replay_profile,
             write_replay_script,
         )
@@ -141,6 +142,7 @@ class ReplayFlags:
                     hint="add --workload-file W.json (a file of `myaccel capture`)",
                 )
             return prof, None
+        check_pacing(self.replay_mode, self.paced)
         w = load_replayable(Path(self.workload_file))
         script = write_replay_script(w, mode=cast(ReplayMode, self.replay_mode))
         rate = captured_rate(w) if self.paced else None
@@ -197,12 +199,13 @@ workload_file_option = click.option(
 replay_options = [
     click.option(
         "--replay-mode",
-        type=click.Choice(["mix", "sequence"]),
+        type=click.Choice(["mix", "sequence", "timed"]),
         default="mix",
         show_default=True,
         help="With --workload-file: mix = each statement drawn from the captured mix; "
         "sequence = each thread replays a captured connection's statements in order "
-        "(transactions kept together).",
+        "(transactions kept together); timed = sequence with the captured time between "
+        "a connection's statements (its client's think time).",
     ),
     click.option(
         "--paced",

@@ -26,6 +26,7 @@ class CaptureOptions(ServerOptions):
     check: str | None = None
     threads: int | None = None
     paced: bool = False
+    replay_mode: str = "mix"
 
 
 @click.command()
@@ -79,6 +80,13 @@ class CaptureOptions(ServerOptions):
     help="With --check: replay at the captured statements per second (sysbench --rate) "
     "instead of as fast as the server answers.",
 )
+@click.option(
+    "--replay-mode",
+    type=click.Choice(["mix", "sequence", "timed"]),
+    default="mix",
+    show_default=True,
+    help="With --check: how the workload is replayed (as `bench --replay-mode`).",
+)
 @options_into(CaptureOptions)
 def capture(opts: CaptureOptions) -> None:
     """Record the server's statements for a bounded window into a workload file.
@@ -101,12 +109,22 @@ def capture(opts: CaptureOptions) -> None:
     )
     out = Path(opts.out) if opts.out else _default_out()
     if opts.check:
+        from typing import cast
+
+        from myaccel.bench.replay import ReplayMode
         from myaccel.bench.workload import load_replayable
         from myaccel.capture.check import check_replay
         from myaccel.capture.fidelity import format_fidelity
 
         original = load_replayable(Path(opts.check))
-        result = check_replay(original, req, note, threads=opts.threads, paced=opts.paced)
+        result = check_replay(
+            original,
+            req,
+            note,
+            threads=opts.threads,
+            paced=opts.paced,
+            mode=cast(ReplayMode, opts.replay_mode),
+        )
         save(out, result.replayed, private=True)
         click.echo(format_workload(result.replayed))
         click.echo("")

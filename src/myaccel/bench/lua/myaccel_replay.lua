@@ -15,6 +15,16 @@
 -- sysbench thread i replays captured connection (i mod #traces) + 1 statement by statement
 -- in its captured order (a transaction's statements stay together, on one connection),
 -- from the start again when it reaches the end.
+--
+-- Timed mode (sequence mode plus MYACCEL_REPLAY.timed = true, gap_from = "end" or "start",
+-- and g = MICROSECONDS in each step): before a statement the thread waits until g after the
+-- end (gap_from "end": the captured client's time between statements) or the start
+-- (gap_from "start": the captured schedule) of the previous statement it issued, or not at
+-- all when that time has passed (closed loop: a slower server makes the thread fall
+-- behind, it never hurries). The wait is outside sysbench's event, so an event's latency
+-- is the statement's alone; usleep's overshoot is measured and taken off later waits. A
+-- thread's first statement is issued at once; when its trace starts again, its first step
+-- waits that step's g (0: a trace's first statement has no captured gap).
 
 local R = MYACCEL_REPLAY
 if type(R) ~= "table" or type(R.classes) ~= "table" or #R.classes == 0 then
@@ -70,11 +80,73 @@ local function use(name)
   end
 end
 
+-- Timed mode: the clock (microseconds, CLOCK_MONOTONIC) and the wait before a step.
+local ffi = require("ffi")
+local now_us = nil
+local last_start, last_end = nil, nil
+local overshoot = 0 -- usleep's mean overshoot (us)
+
+if R.timed then
+  pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
+  pcall(ffi.cdef, "int clock_gettime(int clk_id, struct timespec *tp);")
+  pcall(ffi.cdef, "int usleep(unsigned int usec);")
+  local ts = ffi.new("struct timespec")
+  now_us = function()
+    ffi.C.clock_gettime(1, ts)
+    return tonumber(ts.tv_sec) * 1e6 + tonumber(ts.tv_nsec) / 1e3
+  end
+end
+
+local function wait_for(step)
+  local base = R.gap_from == "start" and last_start or last_end
+  if base == nil then
+    return
+  end
+  local ask = base + (step.g or 0) - now_us() - overshoot
+  if ask >= 1 then
+    local t0 = now_us()
+    ffi.C.usleep(math.floor(ask))
+    local over = now_us() - t0 - math.floor(ask)
+    overshoot = math.max(0, overshoot + (over - overshoot) / 16)
+  end
+end
+
+if R.timed then
+  -- sysbench's own event loop, with the wait before each event
+  function thread_run(thread_id)
+    while ffi.C.sb_more_events(thread_id) do
+      wait_for(trace[pos % #trace + 1])
+      ffi.C.sb_event_start(thread_id)
+      local success, ret
+      repeat
+        success, ret = pcall(event, thread_id)
+        if not success then
+          if type(ret) == "table" and ret.errcode == sysbench.error.RESTART_EVENT then
+            if sysbench.hooks.before_restart_event then
+              sysbench.hooks.before_restart_event(ret)
+            end
+          else
+            error(ret, 2)
+          end
+        end
+      until success
+      last_end = now_us()
+      if ret then
+        break
+      end
+      ffi.C.sb_event_stop(thread_id)
+    end
+  end
+end
+
 function event()
   if trace then
     pos = pos % #trace + 1
     local s = trace[pos]
     use(s.schema)
+    if now_us then
+      last_start = now_us()
+    end
     con:query(s.sql)
     return
   end
