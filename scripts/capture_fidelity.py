@@ -31,9 +31,8 @@ import time
 from pathlib import Path
 
 from myaccel.artifacts import save
-from myaccel.bench.replay import ReplayMode
 from myaccel.bench.trace_gaps import timed_traces
-from myaccel.bench.workload import Workload
+from myaccel.bench.workload import ReplayMode, Workload
 from myaccel.capture import demo
 from myaccel.capture.check import check_replay
 from myaccel.capture.fidelity import Fidelity, format_fidelity

@@ -13,12 +13,11 @@ import hashlib
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Literal
 
 from myaccel.artifacts import write_text
 from myaccel.bench.profiles import Profile
 from myaccel.bench.trace_gaps import timed_traces
-from myaccel.bench.workload import TraceGaps, Workload
+from myaccel.bench.workload import ReplayMode, TraceGaps, Workload
 from myaccel.errors import UsageError
 from myaccel.paths import myaccel_home
 from myaccel.server.connection import ConnectParams, connect, query_rows
@@ -40,10 +39,6 @@ def lua_string(text: str) -> str:
     eq = "=" * level
     lead = "\n" if text.startswith("\n") else ""
     return f"[{eq}[{lead}{text}]{eq}]"
-
-
-ReplayMode = Literal["mix", "sequence", "timed"]
-REPLAY_MODES: tuple[str, ...] = ("mix", "sequence", "timed")
 
 
 @dataclass(frozen=True)

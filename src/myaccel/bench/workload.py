@@ -19,7 +19,7 @@ The model lives here, below ``capture/`` (which writes it), because the replay i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -30,6 +30,9 @@ from myaccel.model import Strict
 WORKLOAD_SCHEMA = "myaccel.workload/1"
 StatementKind = Literal["read", "write", "transaction", "other"]
 TraceGaps = Literal["end-to-start", "start-to-start"]  # what a Statement.gap_us measures
+# how bench/ab/accelerate --workload-file and capture --check replay it (bench.replay)
+ReplayMode = Literal["mix", "sequence", "timed"]
+REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
 
 
 class Latency(Strict):

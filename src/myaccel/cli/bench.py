@@ -20,7 +20,7 @@ from myaccel.bench.session import (
     require_valid_runs,
     run_bench,
 )
-from myaccel.bench.workload import Workload
+from myaccel.bench.workload import REPLAY_MODES, Workload
 from myaccel.cli import ranges
 from myaccel.cli.common import (
     F,
@@ -127,13 +127,12 @@ class ReplayFlags:
         from typing import cast
 
         from myaccel.bench.replay import (
-            ReplayMode,
             captured_rate,
             check_pacing,
             replay_profile,
             write_replay_script,
         )
-        from myaccel.bench.workload import load_replayable
+        from myaccel.bench.workload import ReplayMode, load_replayable
 
         if self.workload_file is None:
             if self.paced or self.replay_mode != "mix":
@@ -199,7 +198,7 @@ workload_file_option = click.option(
 replay_options = [
     click.option(
         "--replay-mode",
-        type=click.Choice(["mix", "sequence", "timed"]),
+        type=click.Choice(REPLAY_MODES),
         default="mix",
         show_default=True,
         help="With --workload-file: mix = each statement drawn from the captured mix; "

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from myaccel.artifacts import save
-from myaccel.bench.workload import Workload
+from myaccel.bench.workload import REPLAY_MODES, Workload
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.paths import myaccel_home
@@ -82,10 +82,9 @@ class CaptureOptions(ServerOptions):
 )
 @click.option(
     "--replay-mode",
-    type=click.Choice(["mix", "sequence", "timed"]),
+    type=click.Choice(REPLAY_MODES),
     default="mix",
-    show_default=True,
-    help="With --check: how the workload is replayed (as `bench --replay-mode`).",
+    help="With --check: how the workload is replayed, as `bench --replay-mode` (default mix).",
 )
 @options_into(CaptureOptions)
 def capture(opts: CaptureOptions) -> None:
@@ -111,8 +110,7 @@ def capture(opts: CaptureOptions) -> None:
     if opts.check:
         from typing import cast
 
-        from myaccel.bench.replay import ReplayMode
-        from myaccel.bench.workload import load_replayable
+        from myaccel.bench.workload import ReplayMode, load_replayable
         from myaccel.capture.check import check_replay
         from myaccel.capture.fidelity import format_fidelity
 
