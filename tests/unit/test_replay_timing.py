@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -254,7 +255,7 @@ def _timed_workload(gaps_ms: list[float], source: str) -> Workload:
 
 
 def _run_engine(
-    tmp_path: Path, w: Workload, events: int, busy_us: int = 0
+    tmp_path: Path, w: Workload, events: int, busy_us: int = 0, time_s: int = 0
 ) -> list[tuple[float, float, str]]:
     sysbench = shutil.which("sysbench")
     if sysbench is None:
@@ -263,7 +264,7 @@ def _run_engine(
     harness = tmp_path / "harness.lua"
     harness.write_text(HARNESS)
     r = subprocess.run(
-        [sysbench, str(harness), "--threads=1", f"--events={events}", "--time=0", "run"],
+        [sysbench, str(harness), "--threads=1", f"--events={events}", f"--time={time_s}", "run"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -298,3 +299,11 @@ def test_engine_start_to_start_falls_behind_a_slow_server(tmp_path: Path) -> Non
     intervals = [starts[i] - starts[i - 1] for i in range(1, len(starts))]
     # closed loop: each starts when the previous one ended, none waits 20 ms more
     assert all(38 <= x < 55 for x in intervals), intervals
+
+
+def test_engine_ends_a_wait_past_the_runs_end(tmp_path: Path) -> None:
+    w = _timed_workload([10.0, 30_000.0], "performance_schema")  # then 30 s idle
+    t0 = time.monotonic()
+    q = _run_engine(tmp_path, w, events=0, time_s=1)
+    assert [s for _, _, s in q] == ["SELECT 0", "SELECT 1"]
+    assert time.monotonic() - t0 < 10  # not 30 s: the run ended at its --time

@@ -24,7 +24,9 @@
 -- behind, it never hurries). The wait is outside sysbench's event, so an event's latency
 -- is the statement's alone; usleep's overshoot is measured and taken off later waits. A
 -- thread's first statement is issued at once; when its trace starts again, its first step
--- waits that step's g (0: a trace's first statement has no captured gap).
+-- waits that step's g (0: a trace's first statement has no captured gap). A wait that
+-- would end after the run's --time ends the thread instead (a long idle gap does not
+-- hold the run past its end).
 
 local R = MYACCEL_REPLAY
 if type(R) ~= "table" or type(R.classes) ~= "table" or #R.classes == 0 then
@@ -85,6 +87,7 @@ local ffi = require("ffi")
 local now_us = nil
 local last_start, last_end = nil, nil
 local overshoot = 0 -- usleep's mean overshoot (us)
+local deadline = nil -- the run's end (us), with --time
 
 if R.timed then
   pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
@@ -97,25 +100,39 @@ if R.timed then
   end
 end
 
+-- Wait until the step is due; true when it is due after the run's end (waited until then).
 local function wait_for(step)
   local base = R.gap_from == "start" and last_start or last_end
   if base == nil then
-    return
+    return false
   end
-  local ask = base + (step.g or 0) - now_us() - overshoot
+  local due = base + (step.g or 0)
+  if deadline and due > deadline then
+    local left = deadline - now_us()
+    if left >= 1 then
+      ffi.C.usleep(math.floor(left))
+    end
+    return true
+  end
+  local ask = due - now_us() - overshoot
   if ask >= 1 then
     local t0 = now_us()
     ffi.C.usleep(math.floor(ask))
     local over = now_us() - t0 - math.floor(ask)
     overshoot = math.max(0, overshoot + (over - overshoot) / 16)
   end
+  return false
 end
 
 if R.timed then
   -- sysbench's own event loop, with the wait before each event
   function thread_run(thread_id)
+    local limit = tonumber(sysbench.opt and sysbench.opt.time) or 0
+    deadline = limit > 0 and now_us() + limit * 1e6 or nil
     while ffi.C.sb_more_events(thread_id) do
-      wait_for(trace[pos % #trace + 1])
+      if wait_for(trace[pos % #trace + 1]) then
+        break
+      end
       ffi.C.sb_event_start(thread_id)
       local success, ret
       repeat
