@@ -20,8 +20,10 @@ from myaccel.errors import MyaccelError
 # sysbench's start (a quietness sample, the server's variables, its threads' connections,
 # its first interval report) before the capture's baseline may begin
 START_TIMEOUT_S = 60.0
-# after the capture's window: its last poll and switching back
-TAIL_S = 2
+# the capture's own start after sysbench's first report (connecting, switching its source
+# on) and its end (last poll, switching back): the replay must outlast the window, or its
+# end (the harness's status query after the run) falls inside it on a loaded host
+TAIL_S = 5
 
 
 class _Progress:
