@@ -287,18 +287,18 @@ def test_engine_waits_the_gap_after_the_previous_statement_ended(tmp_path: Path)
     gaps = [q[i][0] - q[i - 1][1] for i in range(1, len(q))]  # end to start, ms
     # never early (less than the usleep overshoot it learns), slower only on a busy host
     assert 28 <= gaps[0] < 200 and 58 <= gaps[1] < 300, gaps
-    assert gaps[2] < 20, gaps  # a trace's first statement has no gap: starting again at once
+    assert gaps[2] < 25, gaps  # a trace's first statement has no gap: starting again at once
 
 
 def test_engine_start_to_start_falls_behind_a_slow_server(tmp_path: Path) -> None:
-    # the captured schedule: every 20 ms; the stub server takes 40 ms a statement
-    w = _timed_workload([20.0, 20.0], "general_log")
+    # the captured schedule: every 30 ms; the stub server takes 40 ms a statement
+    w = _timed_workload([30.0, 30.0], "general_log")
     assert replay_lua(w, "timed").count("gap_from = [[start]]") == 1
     q = _run_engine(tmp_path, w, events=3, busy_us=40_000)
     starts = [a for a, _, _ in q]
     intervals = [starts[i] - starts[i - 1] for i in range(1, len(starts))]
-    # closed loop: each starts when the previous one ended, none waits 20 ms more
-    assert all(38 <= x < 55 for x in intervals), intervals
+    # closed loop: each starts when the previous one ended (40 ms), none waits 30 ms more
+    assert all(38 <= x < 60 for x in intervals), intervals
 
 
 def test_engine_ends_a_wait_past_the_runs_end(tmp_path: Path) -> None:
