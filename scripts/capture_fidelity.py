@@ -6,27 +6,36 @@ mix per class, latency, throughput), for MariaDB 10.11 (general log) and MySQL 9
 
 Usage:
   .venv/bin/python scripts/capture_fidelity.py [--duration 20] [--threads 4]
-      [--flavor mariadb,mysql] [--paced] [--keep] [--out DIR]
+      [--flavor mariadb,mysql] [--modes closed,timed] [--paced] [--keep] [--out DIR]
 
 Sandboxes `fid-<flavor>-a` and `fid-<flavor>-b` are made in a private $MYACCEL_HOME (under
---out, default a temporary directory) and destroyed at the end unless --keep. Both replay
-modes run: as fast as the server answers at the captured concurrency (closed loop), and
-with --paced also at the captured statements per second (sysbench --rate).
+--out, default a temporary directory) and destroyed at the end unless --keep. The replay
+modes (--modes, default closed,timed; --paced adds paced):
+  closed    the captured mix as fast as the server answers at the captured concurrency
+  paced     the captured mix at the captured statements per second (sysbench --rate)
+  timed     each connection's statements in order with their captured gaps
+            (--replay-mode timed: the clients' think time)
+  sequence  each connection's statements in order, as fast as the server answers
+Per mode: the fidelity table; at the end, one line per flavor and mode (largest mix
+difference, statements/s captured and replayed, the mean gap between a connection's
+statements captured and replayed).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from myaccel.artifacts import save
-from myaccel.bench.workload import Workload
+from myaccel.bench.trace_gaps import timed_traces
+from myaccel.bench.workload import ReplayMode, Workload
 from myaccel.capture import demo
 from myaccel.capture.check import check_replay
-from myaccel.capture.fidelity import format_fidelity
+from myaccel.capture.fidelity import Fidelity, format_fidelity
 from myaccel.capture.session import CaptureRequest, capture
 from myaccel.cli.capture import format_workload
 from myaccel.server.sandbox import Sandbox
@@ -44,7 +53,24 @@ def _capture(sb: Sandbox, duration: float, threads: int) -> Workload:
         driver.stop()
 
 
-def run_flavor(flavor: str, args: argparse.Namespace, out: Path) -> None:
+# mode -> (replay mode, paced, what the tables call it)
+MODES: dict[str, tuple[ReplayMode, bool, str]] = {
+    "closed": ("mix", False, "closed loop (mix)"),
+    "paced": ("mix", True, "paced at the captured rate (mix)"),
+    "timed": ("timed", False, "timed (each connection's captured gaps)"),
+    "sequence": ("sequence", False, "sequence (closed loop, no gaps)"),
+}
+Summary = list[tuple[str, str, Fidelity, str]]
+
+
+def mean_gap(w: Workload) -> str:
+    """The mean gap between a connection's statements (µs) and what it measures."""
+    traces, kind = timed_traces(w)
+    gaps = [s.gap_us for t in traces for s in t.statements if s.gap_us is not None]
+    return f"{statistics.fmean(gaps):,.0f} µs {kind}" if gaps else "-"
+
+
+def run_flavor(flavor: str, args: argparse.Namespace, out: Path, summary: Summary) -> None:
     made: list[Sandbox] = []
     try:
         for side in ("a", "b"):
@@ -63,14 +89,21 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path) -> None:
                 f"capture cost: {o.qps_before} statements/s before, {o.qps_during} during, "
                 f"{o.qps_after} after ({o.overhead_pct}% fewer than around it)"
             )
-        modes = [False, True] if args.paced else [False]
-        for paced in modes:
+        print(f"mean gap between a connection's statements: {mean_gap(w)}")
+        for name in args.modes:
+            mode, paced, title = MODES[name]
+            # each replay on the data the demo left: the capture's own starting point
+            demo.create_schema(b.connect_params())
             req = CaptureRequest(target=b.connect_params(), duration_s=args.duration, baseline_s=0)
-            res = check_replay(w, req, _note, paced=paced)
-            name = f"{flavor}-replayed{'-paced' if paced else ''}.json"
-            save(out / name, res.replayed, private=True)
-            print(f"\n### replay {'paced at the captured rate' if paced else 'closed loop'}\n")
+            res = check_replay(w, req, _note, paced=paced, mode=mode)
+            save(out / f"{flavor}-replayed-{name}.json", res.replayed, private=True)
+            print(f"\n### replay {title}\n")
             print(format_fidelity(res.fidelity))
+            gap = mean_gap(res.replayed)
+            print(
+                f"mean gap between a connection's statements: {mean_gap(w)} captured, {gap} replayed"
+            )
+            summary.append((flavor, name, res.fidelity, f"{mean_gap(w)} → {gap}"))
         print(f"\n({flavor}: {time.monotonic() - t0:.0f} s)")
     finally:
         if not args.keep:
@@ -78,20 +111,46 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path) -> None:
                 sb.destroy()
 
 
+def format_summary(summary: Summary) -> str:
+    lines = [
+        "| flavor | replay | largest mix difference | statements/s captured → replayed "
+        "| mean gap captured → replayed |",
+        "|---|---|---:|---|---|",
+    ]
+    for flavor, name, f, gap in summary:
+        ratio = f.throughput_ratio
+        pct = f" ({100 * (ratio - 1):+.1f}%)" if ratio is not None else ""
+        lines.append(
+            f"| {flavor} | {name} | {f.max_diff_pts:.1f} pts | "
+            f"{f.captured_qps:,.0f} → {f.replayed_qps:,.0f}{pct} | {gap} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--flavor", default="mariadb,mysql")
-    ap.add_argument("--paced", action="store_true")
+    ap.add_argument("--modes", default="closed,timed", help="closed,paced,timed,sequence")
+    ap.add_argument("--paced", action="store_true", help="add the paced mode")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="capture-fidelity-"))
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MYACCEL_HOME", str(out / "home"))
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.paced and "paced" not in args.modes:
+        args.modes.append("paced")
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        ap.error(f"unknown mode(s) {', '.join(unknown)}: choose among {', '.join(MODES)}")
+    summary: Summary = []
     for flavor in args.flavor.split(","):
-        run_flavor(flavor.strip(), args, out)
+        run_flavor(flavor.strip(), args, out, summary)
+    print("\n## Summary\n")
+    print(format_summary(summary))
     print(f"\nworkloads: {out}")
 
 

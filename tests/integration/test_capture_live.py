@@ -3,12 +3,14 @@
 capture` records it on one sandbox; `myaccel capture --check` replays it on a second
 sandbox holding the same schema and captures the replay. Asserted: the known classes and
 their shares, the replayed mix within 5 points per class, the server's settings exactly as
-before (journal rolled back), the capture's cost printed, `rollback` after a crash. Times
-are printed, never asserted (scripts/capture_fidelity.py is the 20 s benchmark)."""
+before (journal rolled back), the capture's cost printed, `rollback` after a crash, a
+timed replay (`--replay-mode timed`: each connection's captured gaps) that runs. Times are
+printed, never asserted (scripts/capture_fidelity.py is the 20 s benchmark)."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,8 +140,38 @@ def _capture_and_replay(p: Pair, tmp_path: Path, source: str) -> Path:
     return w_path
 
 
+def _timed_replay(p: Pair, w_path: Path, tmp_path: Path, gaps: str) -> None:
+    """`bench --replay-mode timed` for 2 s: every connection traced with its gaps, the
+    replay issues statements (its rate printed against the captured one)."""
+    t0 = time.monotonic()
+    w = load_workload(w_path)
+    shape = [(t.id, len(t.statements), t.statements[-1].gap_us) for t in w.connections]
+    assert w.trace_gaps == gaps and len(w.connections) == 4, (w.trace_gaps, shape)
+    assert all(n > 1 and g is not None for _, n, g in shape), shape
+    out = tmp_path / "timed"
+    code, _out, err = p.run(
+        "bench",
+        "--sandbox",
+        p.b.name,
+        "--workload-file",
+        str(w_path),
+        "--replay-mode",
+        "timed",
+        *("--time", "2", "--warmup", "0", "--runs", "1", "--out", str(out)),
+    )
+    assert code == 0, (code, _out, err)
+    run = json.loads(next(out.rglob("run-001.json")).read_text())
+    assert run["summary"]["queries"] > 0, run["summary"]
+    assert "timed = true" in Path(run["workload"]).read_text()
+    print(
+        f"timed replay: {run['summary']['qps']:,.0f} statements/s (captured "
+        f"{w.statements_per_s:,.0f}), {time.monotonic() - t0:.1f} s"
+    )
+
+
 def test_mariadb_general_log(mariadb: Pair, tmp_path: Path) -> None:
     w_path = _capture_and_replay(mariadb, tmp_path, "general_log")
+    _timed_replay(mariadb, w_path, tmp_path, "start-to-start")
     # each connection's statements in order, at the captured rate
     code, _out, err = mariadb.run(
         "bench",
@@ -177,7 +209,8 @@ def test_mariadb_general_log(mariadb: Pair, tmp_path: Path) -> None:
 
 
 def test_mysql_performance_schema(mysql: Pair, tmp_path: Path) -> None:
-    _capture_and_replay(mysql, tmp_path, "performance_schema")
+    w_path = _capture_and_replay(mysql, tmp_path, "performance_schema")
+    _timed_replay(mysql, w_path, tmp_path, "end-to-start")
 
 
 def test_rollback_after_a_crash(mysql: Pair) -> None:

@@ -10,14 +10,14 @@ its snapshot before every run of a ``.lua`` workload, as for write workloads) an
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Literal
 
 from myaccel.artifacts import write_text
 from myaccel.bench.profiles import Profile
-from myaccel.bench.workload import Workload
+from myaccel.bench.trace_gaps import timed_traces
+from myaccel.bench.workload import ReplayMode, TraceGaps, Workload
 from myaccel.errors import UsageError
 from myaccel.paths import myaccel_home
 from myaccel.server.connection import ConnectParams, connect, query_rows
@@ -41,31 +41,64 @@ def lua_string(text: str) -> str:
     return f"[{eq}[{lead}{text}]{eq}]"
 
 
-ReplayMode = Literal["mix", "sequence"]
-REPLAY_MODES: tuple[str, ...] = ("mix", "sequence")
+@dataclass(frozen=True)
+class Step:
+    """One statement of a replayed trace; ``gap_us``: what a timed replay waits before it
+    (``bench.trace_gaps``), the time of the statements left out before it included."""
+
+    schema: str
+    sql: str
+    gap_us: float
 
 
-def _trace_lines(workload: Workload) -> list[str]:
-    """The connections' traces as Lua data: each replayable statement with its schema."""
+def trace_steps(workload: Workload) -> tuple[list[list[Step]], TraceGaps]:
+    """The connections' traces as the replay issues them: the replayable statements in
+    order, each with its gap. A statement the replay leaves out (``SET``, ``USE``, DDL)
+    gives its time to the next one: its gap (and, end-to-start, its latency, which the
+    replay does not spend)."""
     classes = {c.id: c for c in workload.replay_classes()}
-    lines = ["traces = {"]
-    for t in workload.connections:
-        steps = [
-            f"{{ schema = {lua_string(classes[s.class_id].schema_name)}, sql = {lua_string(s.sql)} }}"
-            for s in t.statements
-            if s.class_id in classes
-        ]
+    traces, kind = timed_traces(workload)
+    out: list[list[Step]] = []
+    for t in traces:
+        steps: list[Step] = []
+        carry = 0.0
+        for s in t.statements:
+            gap = carry + (s.gap_us or 0.0)
+            c = classes.get(s.class_id)
+            if c is None:
+                carry = gap + ((s.latency_us or 0.0) if kind == "end-to-start" else 0.0)
+                continue
+            steps.append(Step(c.schema_name, s.sql, gap))
+            carry = 0.0
         if steps:
-            lines += ["  {", *(f"    {x}," for x in steps), "  },"]
+            out.append(steps)
+    return out, kind
+
+
+def _trace_lines(workload: Workload, timed: bool) -> list[str]:
+    """The connections' traces as Lua data: each replayable statement with its schema
+    (and, timed, its gap in whole microseconds and what the gaps measure)."""
+    traces, kind = trace_steps(workload)
+    lines = [f"gap_from = {lua_string(kind.split('-')[0])}, timed = true,"] if timed else []
+    lines.append("traces = {")
+    for steps in traces:
+        items = [
+            f"{{ schema = {lua_string(s.schema)}, sql = {lua_string(s.sql)}"
+            + (f", g = {round(s.gap_us)}" if timed else "")
+            + " }"
+            for s in steps
+        ]
+        lines += ["  {", *(f"    {x}," for x in items), "  },"]
     return [*lines, "},"]
 
 
 def replay_lua(workload: Workload, mode: ReplayMode = "mix") -> str:
-    """The generated script: the classes of ``workload`` as Lua data (and, in sequence
-    mode, each connection's statements in order), then the engine."""
-    if mode == "sequence" and not any(t.statements for t in workload.connections):
+    """The generated script: the classes of ``workload`` as Lua data (and, in sequence and
+    timed modes, each connection's statements in order, timed with their gaps), then the
+    engine."""
+    if mode != "mix" and not trace_steps(workload)[0]:
         raise UsageError(
-            "--replay-mode sequence replays each captured connection's statements in order: "
+            f"--replay-mode {mode} replays each captured connection's statements in order: "
             "this workload holds no connection traces",
             hint="use --replay-mode mix (the default) or capture again",
         )
@@ -80,8 +113,8 @@ def replay_lua(workload: Workload, mode: ReplayMode = "mix") -> str:
             f" sql = {{ {sql} }} }},"
         )
     lines.append("},")
-    if mode == "sequence":
-        lines += _trace_lines(workload)
+    if mode != "mix":
+        lines += _trace_lines(workload, timed=mode == "timed")
     lines += ["}", f"dofile({lua_string(str(engine_script()))})", ""]
     return "\n".join(lines)
 
@@ -96,6 +129,16 @@ def write_replay_script(
     where = directory if directory is not None else myaccel_home() / "replay"
     where.mkdir(parents=True, exist_ok=True, mode=0o700)
     return write_text(where / f"replay-{digest}.lua", text, private=True)
+
+
+def check_pacing(mode: str, paced: bool) -> None:
+    """Refuse ``--paced`` with ``--replay-mode timed``: both decide when statements go."""
+    if paced and mode == "timed":
+        raise UsageError(
+            "--paced and --replay-mode timed both set when statements are issued",
+            hint="timed replays each connection's captured timing, --paced the captured "
+            "overall rate: choose one",
+        )
 
 
 def replay_profile(

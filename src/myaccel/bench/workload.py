@@ -9,7 +9,8 @@ The model lives here, below ``capture/`` (which writes it), because the replay i
   statements; a ``--redact``ed capture keeps only the normalized text), rows, and latency
   percentiles where the source timed the statements;
 - ``connections``: per client connection, its statements in order with their time offset
-  (and latency where timed), up to a bound;
+  (and latency where timed) and the gap before each (``bench.trace_gaps``: what a timed
+  replay waits), up to a bound;
 - ``concurrency``: the client connections that ran statements and Threads_running samples;
 - ``schemas``: the schemas the statements touched, with their tables and their DDL;
 - ``overhead``: the server's throughput before and during the capture.
@@ -18,7 +19,7 @@ The model lives here, below ``capture/`` (which writes it), because the replay i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -28,6 +29,10 @@ from myaccel.model import Strict
 
 WORKLOAD_SCHEMA = "myaccel.workload/1"
 StatementKind = Literal["read", "write", "transaction", "other"]
+TraceGaps = Literal["end-to-start", "start-to-start"]  # what a Statement.gap_us measures
+# how bench/ab/accelerate --workload-file and capture --check replay it (bench.replay)
+ReplayMode = Literal["mix", "sequence", "timed"]
+REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
 
 
 class Latency(Strict):
@@ -62,6 +67,10 @@ class Statement(Strict):
     class_id: str
     sql: str  # with literals, or the normalized text when redacted
     latency_us: float | None = None
+    # the time before it on its connection, microseconds (``Workload.trace_gaps`` says from
+    # what: the previous statement's end or start); None for a trace's first statement and
+    # in captures written before gaps were recorded (``bench.trace_gaps.timed_traces``)
+    gap_us: float | None = None
 
 
 class ConnectionTrace(Strict):
@@ -111,6 +120,8 @@ class Workload(Strict):
     classes: list[StatementClass]
     connections: list[ConnectionTrace] = Field(default_factory=list)
     connections_truncated: bool = False
+    # what the statements' gap_us measure (bench.trace_gaps); None in older captures
+    trace_gaps: TraceGaps | None = None
     concurrency: Concurrency
     schemas: list[SchemaInfo] = Field(default_factory=list)
     overhead: Overhead | None = None

@@ -13,7 +13,8 @@ from myaccel.capture.normalize import class_id, kind_of, normalize, not_replayed
 # Examples with literals kept per class (a reservoir sample): the replay draws from them,
 # so a few dozen spread its reads and writes over more than a handful of rows.
 MAX_EXAMPLES = 50
-# Statements kept in the per-connection traces (the classes always count them all).
+# Statements kept in the per-connection traces (the classes always count them all): the
+# window's first part, the same on every connection (``_trace_cutoff``).
 MAX_TRACE_STATEMENTS = 20_000
 
 
@@ -83,11 +84,24 @@ def _keep_example(acc: _Acc, sql: str, rng: random.Random) -> None:
         acc.examples[j] = sql
 
 
+def _trace_cutoff(events: Sequence[Event]) -> float | None:
+    """The traces keep the statements that started before this time, at most
+    ``MAX_TRACE_STATEMENTS``: the same first part of the window on every connection (a
+    general log's whole seconds), so that each connection has its trace; None: all."""
+    if len(events) <= MAX_TRACE_STATEMENTS:
+        return None
+    times = sorted(e.t_s for e in events)
+    cut = times[MAX_TRACE_STATEMENTS]
+    return cut if cut > times[0] else None  # all in one instant: the first ones, in order
+
+
 def build_classes(
     events: Iterable[Event], *, seed: int = 1
 ) -> tuple[list[StatementClass], list[ConnectionTrace], bool]:
     """The classes (most frequent first), the connections' traces, and whether the traces
     were cut at ``MAX_TRACE_STATEMENTS``."""
+    events = list(events)
+    cutoff = _trace_cutoff(events)
     rng = random.Random(seed)
     accs: dict[str, _Acc] = {}
     traces: dict[int, ConnectionTrace] = {}
@@ -114,7 +128,7 @@ def build_classes(
         trace = traces.get(e.conn_id)
         if trace is None:
             trace = traces[e.conn_id] = ConnectionTrace(id=e.conn_id, user=e.user)
-        if kept < MAX_TRACE_STATEMENTS:
+        if kept < MAX_TRACE_STATEMENTS and (cutoff is None or e.t_s < cutoff):
             trace.statements.append(
                 Statement(
                     t_ms=round(e.t_s * 1000, 3), class_id=cid, sql=e.sql, latency_us=e.latency_us

@@ -9,10 +9,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from myaccel.bench.profiles import ProfileOptions, build_profile
-from myaccel.bench.replay import captured_rate, replay_profile, write_replay_script
+from myaccel.bench.replay import captured_rate, check_pacing, replay_profile, write_replay_script
 from myaccel.bench.run_record import RunRecord
 from myaccel.bench.session import BenchRequest, BenchResult, run_bench
-from myaccel.bench.workload import Workload
+from myaccel.bench.workload import ReplayMode, Workload
 from myaccel.capture.fidelity import Fidelity, compare
 from myaccel.capture.session import CaptureRequest, Note, capture
 from myaccel.errors import MyaccelError
@@ -20,8 +20,10 @@ from myaccel.errors import MyaccelError
 # sysbench's start (a quietness sample, the server's variables, its threads' connections,
 # its first interval report) before the capture's baseline may begin
 START_TIMEOUT_S = 60.0
-# after the capture's window: its last poll and switching back
-TAIL_S = 2
+# the capture's own start after sysbench's first report (connecting, switching its source
+# on) and its end (last poll, switching back): the replay must outlast the window, or its
+# end (the harness's status query after the run) falls inside it on a loaded host
+TAIL_S = 5
 
 
 class _Progress:
@@ -58,14 +60,16 @@ def check_replay(
     *,
     threads: int | None = None,
     paced: bool = False,
+    mode: ReplayMode = "mix",
 ) -> CheckResult:
     """Replay ``original`` on ``req.target`` for the capture's whole span and capture it;
     ``paced``: at the captured statements per second (else as fast as the server answers
-    at the captured concurrency)."""
+    at the captured concurrency); ``mode``: as ``bench --replay-mode``."""
+    check_pacing(mode, paced)
     span = int(req.baseline_s + req.duration_s + TAIL_S) + 1
     prof = build_profile(ProfileOptions(name="quick", duration_s=span, warmup_s=0, runs_per_arm=1))
     rate = captured_rate(original) if paced else None
-    script = write_replay_script(original)
+    script = write_replay_script(original, mode=mode)
     prof = replay_profile(prof, original, script, threads_given=False, rate_per_s=rate)
     if threads is not None:
         prof = replace(prof, threads=(threads,))
@@ -91,7 +95,7 @@ def check_replay(
 
     worker = threading.Thread(target=replay, name="myaccel-replay", daemon=True)
     pace = f", paced at {rate:,.0f} statements/s" if rate is not None else ""
-    note(f"replaying the workload at {prof.threads[0]} thread(s){pace} for up to {span} s")
+    note(f"replaying the workload ({mode}) at {prof.threads[0]} thread(s){pace} for up to {span} s")
     worker.start()
     progress.started.wait(START_TIMEOUT_S)
     if "error" in outcome:

@@ -96,7 +96,10 @@ class GeneralLogSource:
 
     def __init__(self, ours: Ours, log_output: str) -> None:
         self.ours = ours
-        self.notes: list[str] = ["the general log has no latency; times have a 1 s resolution"]
+        self.notes: list[str] = [
+            "the general log has no latency; times have a 1 s resolution (a timed replay "
+            "spreads a connection's statements of one second evenly within it)"
+        ]
         base = myaccel_home() / "capture"
         base.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.dir = Path(tempfile.mkdtemp(prefix="general-log-", dir=base))  # 0700

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from myaccel import __version__
 from myaccel.actions import apply_changes, rollback
 from myaccel.actions.settings import setting_for
+from myaccel.bench.trace_gaps import with_gaps
 from myaccel.bench.workload import Concurrency, Overhead, SchemaInfo, Workload
 from myaccel.capture.assemble import Event, build_classes, percentile
 from myaccel.capture.general_log import GeneralLogSource
@@ -207,6 +208,7 @@ def _capture_with(
             _switch_back(journal, ours, note)
     after = _measure_qps(ours, conn, req.baseline_s) if req.baseline_s > 0 else None
     classes, traces, truncated = build_classes(win.events)
+    traces, gaps = with_gaps(traces)
     during = _qps(win.questions, win.ours_statements, win.seconds)
     names = sorted({c.schema_name for c in classes if c.schema_name})
     sv = parse_server_version(v["version"], v["comment"])
@@ -226,6 +228,7 @@ def _capture_with(
         classes=classes,
         connections=traces,
         connections_truncated=truncated,
+        trace_gaps=gaps,
         concurrency=_concurrency(win.events, win.samples, req.sample_interval_s),
         schemas=_schemas(ours, conn, names),
         overhead=_overhead(before, during, after, req.baseline_s),

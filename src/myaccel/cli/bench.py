@@ -20,7 +20,7 @@ from myaccel.bench.session import (
     require_valid_runs,
     run_bench,
 )
-from myaccel.bench.workload import Workload
+from myaccel.bench.workload import REPLAY_MODES, Workload
 from myaccel.cli import ranges
 from myaccel.cli.common import (
     F,
@@ -127,12 +127,12 @@ class ReplayFlags:
         from typing import cast
 
         from myaccel.bench.replay import (
-            ReplayMode,
             captured_rate,
+            check_pacing,
             replay_profile,
             write_replay_script,
         )
-        from myaccel.bench.workload import load_replayable
+        from myaccel.bench.workload import ReplayMode, load_replayable
 
         if self.workload_file is None:
             if self.paced or self.replay_mode != "mix":
@@ -141,6 +141,7 @@ class ReplayFlags:
                     hint="add --workload-file W.json (a file of `myaccel capture`)",
                 )
             return prof, None
+        check_pacing(self.replay_mode, self.paced)
         w = load_replayable(Path(self.workload_file))
         script = write_replay_script(w, mode=cast(ReplayMode, self.replay_mode))
         rate = captured_rate(w) if self.paced else None
@@ -197,12 +198,13 @@ workload_file_option = click.option(
 replay_options = [
     click.option(
         "--replay-mode",
-        type=click.Choice(["mix", "sequence"]),
+        type=click.Choice(REPLAY_MODES),
         default="mix",
         show_default=True,
         help="With --workload-file: mix = each statement drawn from the captured mix; "
         "sequence = each thread replays a captured connection's statements in order "
-        "(transactions kept together).",
+        "(transactions kept together); timed = sequence with the captured time between "
+        "a connection's statements (its client's think time).",
     ),
     click.option(
         "--paced",

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from myaccel.artifacts import save
-from myaccel.bench.workload import Workload
+from myaccel.bench.workload import REPLAY_MODES, Workload
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.paths import myaccel_home
@@ -26,6 +26,7 @@ class CaptureOptions(ServerOptions):
     check: str | None = None
     threads: int | None = None
     paced: bool = False
+    replay_mode: str = "mix"
 
 
 @click.command()
@@ -79,6 +80,12 @@ class CaptureOptions(ServerOptions):
     help="With --check: replay at the captured statements per second (sysbench --rate) "
     "instead of as fast as the server answers.",
 )
+@click.option(
+    "--replay-mode",
+    type=click.Choice(REPLAY_MODES),
+    default="mix",
+    help="With --check: how the workload is replayed, as `bench --replay-mode` (default mix).",
+)
 @options_into(CaptureOptions)
 def capture(opts: CaptureOptions) -> None:
     """Record the server's statements for a bounded window into a workload file.
@@ -101,12 +108,21 @@ def capture(opts: CaptureOptions) -> None:
     )
     out = Path(opts.out) if opts.out else _default_out()
     if opts.check:
-        from myaccel.bench.workload import load_replayable
+        from typing import cast
+
+        from myaccel.bench.workload import ReplayMode, load_replayable
         from myaccel.capture.check import check_replay
         from myaccel.capture.fidelity import format_fidelity
 
         original = load_replayable(Path(opts.check))
-        result = check_replay(original, req, note, threads=opts.threads, paced=opts.paced)
+        result = check_replay(
+            original,
+            req,
+            note,
+            threads=opts.threads,
+            paced=opts.paced,
+            mode=cast(ReplayMode, opts.replay_mode),
+        )
         save(out, result.replayed, private=True)
         click.echo(format_workload(result.replayed))
         click.echo("")

@@ -15,6 +15,18 @@
 -- sysbench thread i replays captured connection (i mod #traces) + 1 statement by statement
 -- in its captured order (a transaction's statements stay together, on one connection),
 -- from the start again when it reaches the end.
+--
+-- Timed mode (sequence mode plus MYACCEL_REPLAY.timed = true, gap_from = "end" or "start",
+-- and g = MICROSECONDS in each step): before a statement the thread waits until g after the
+-- end (gap_from "end": the captured client's time between statements) or the start
+-- (gap_from "start": the captured schedule) of the previous statement it issued, or not at
+-- all when that time has passed (closed loop: a slower server makes the thread fall
+-- behind, it never hurries). The wait is outside sysbench's event, so an event's latency
+-- is the statement's alone; usleep's overshoot is measured and taken off later waits. A
+-- thread's first statement is issued at once; when its trace starts again, its first step
+-- waits that step's g (0: a trace's first statement has no captured gap). A wait that
+-- would end after the run's --time ends the thread instead (a long idle gap does not
+-- hold the run past its end).
 
 local R = MYACCEL_REPLAY
 if type(R) ~= "table" or type(R.classes) ~= "table" or #R.classes == 0 then
@@ -70,11 +82,88 @@ local function use(name)
   end
 end
 
+-- Timed mode: the clock (microseconds, CLOCK_MONOTONIC) and the wait before a step.
+local ffi = require("ffi")
+local now_us = nil
+local last_start, last_end = nil, nil
+local overshoot = 0 -- usleep's mean overshoot (us)
+local deadline = nil -- the run's end (us), with --time
+
+if R.timed then
+  pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
+  pcall(ffi.cdef, "int clock_gettime(int clk_id, struct timespec *tp);")
+  pcall(ffi.cdef, "int usleep(unsigned int usec);")
+  local ts = ffi.new("struct timespec")
+  now_us = function()
+    ffi.C.clock_gettime(1, ts)
+    return tonumber(ts.tv_sec) * 1e6 + tonumber(ts.tv_nsec) / 1e3
+  end
+end
+
+-- Wait until the step is due; true when it is due after the run's end (waited until then).
+local function wait_for(step)
+  local base = R.gap_from == "start" and last_start or last_end
+  if base == nil then
+    return false
+  end
+  local due = base + (step.g or 0)
+  if deadline and due > deadline then
+    local left = deadline - now_us()
+    if left >= 1 then
+      ffi.C.usleep(math.floor(left))
+    end
+    return true
+  end
+  local ask = due - now_us() - overshoot
+  if ask >= 1 then
+    local t0 = now_us()
+    ffi.C.usleep(math.floor(ask))
+    local over = now_us() - t0 - math.floor(ask)
+    overshoot = math.max(0, overshoot + (over - overshoot) / 16)
+  end
+  return false
+end
+
+if R.timed then
+  -- sysbench's own event loop, with the wait before each event
+  function thread_run(thread_id)
+    local limit = tonumber(sysbench.opt and sysbench.opt.time) or 0
+    deadline = limit > 0 and now_us() + limit * 1e6 or nil
+    while ffi.C.sb_more_events(thread_id) do
+      if wait_for(trace[pos % #trace + 1]) then
+        break
+      end
+      ffi.C.sb_event_start(thread_id)
+      local success, ret
+      repeat
+        success, ret = pcall(event, thread_id)
+        if not success then
+          if type(ret) == "table" and ret.errcode == sysbench.error.RESTART_EVENT then
+            if sysbench.hooks.before_restart_event then
+              sysbench.hooks.before_restart_event(ret)
+            end
+          else
+            error(ret, 2)
+          end
+        end
+      until success
+      last_end = now_us()
+      if ret then
+        break
+      end
+      ffi.C.sb_event_stop(thread_id)
+    end
+  end
+end
+
 function event()
   if trace then
     pos = pos % #trace + 1
     local s = trace[pos]
     use(s.schema)
+    if now_us then
+      last_start = now_us()
+    end
     con:query(s.sql)
     return
   end
