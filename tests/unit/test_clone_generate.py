@@ -157,12 +157,18 @@ class _Cursor:
         return 0
 
     def fetchall(self) -> list[Any]:
+        last = self.conn.sql[-1]
+        if "CHECK_CONSTRAINTS" in last:
+            return [(c,) for c in self.conn.checks]
+        if last.startswith("SHOW WARNINGS"):
+            return [("Warning", 4025, "CONSTRAINT `t.c` failed")]
         return self.conn.columns
 
     def executemany(self, sql: str, batch: list[tuple[Any, ...]]) -> int:
         self.conn.sql.append(sql)
-        self.conn.inserted += batch
-        return len(batch)
+        kept = batch[self.conn.refuse :]
+        self.conn.inserted += kept
+        return len(kept)
 
 
 class _Conn:
@@ -171,6 +177,8 @@ class _Conn:
         self.sql: list[str] = []
         self.inserted: list[tuple[Any, ...]] = []
         self.commits = 0
+        self.checks: list[str] = []
+        self.refuse = 0  # rows of each batch the server refuses
 
     def cursor(self) -> _Cursor:
         return _Cursor(self)
@@ -196,3 +204,12 @@ def test_fill_table_inserts_the_target_in_batches() -> None:
     again = _Conn(conn.columns)
     fill_table(again, TableShape("shop", "orders", 1200, 10 * 1024 * 1024, 0), 1200)
     assert again.inserted == conn.inserted  # seeded per table
+
+
+def test_mariadb_json_columns_and_refused_rows() -> None:
+    conn = _Conn([("doc", "longtext", "longtext", 2**32 - 1, None, None, "YES", "", "")])
+    conn.checks = ["json_valid(`doc`)"]
+    conn.refuse = 1
+    out = fill_table(conn, TableShape("s", "t", 10, 16384, 0), 10)
+    assert all(str(r[0]).startswith('{"n": ') for r in conn.inserted)  # JSON, not text
+    assert out.rows == 9 and out.refused_because == "CONSTRAINT `t.c` failed"

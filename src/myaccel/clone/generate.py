@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pymysql
+
 from myaccel.clone.record import GeneratedData, GeneratedTable
 from myaccel.server.connection import ConnectParams, connect
 
@@ -269,10 +271,11 @@ def read_columns(conn: Any, schema: str, table: str) -> list[Column]:
             (schema, table),
         )
         rows = list(cur.fetchall())
+    json_columns = _json_checked(conn, schema, table)
     return [
         Column(
             name=str(r[0]),
-            data_type=str(r[1]),
+            data_type="json" if str(r[0]) in json_columns else str(r[1]),
             column_type=str(r[2]),
             max_length=None if r[3] is None else int(r[3]),
             precision=None if r[4] is None else int(r[4]),
@@ -283,6 +286,21 @@ def read_columns(conn: Any, schema: str, table: str) -> list[Column]:
         )
         for r in rows
     ]
+
+
+def _json_checked(conn: Any, schema: str, table: str) -> set[str]:
+    """MariaDB's JSON columns: LONGTEXT with a ``CHECK (json_valid(col))`` constraint."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE "
+                "CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s",
+                (schema, table),
+            )
+            clauses = [str(r[0]) for r in cur.fetchall()]
+    except pymysql.err.MySQLError:
+        return set()  # MySQL: no TABLE_NAME there, and a JSON type of its own
+    return {m for c in clauses for m in re.findall(r"json_valid\(`((?:[^`]|``)+)`\)", c)}
 
 
 def row_generators(
@@ -338,7 +356,12 @@ def fill_table(conn: Any, shape: TableShape, target: int) -> GeneratedTable:
                 tuple(g(rng, i) for g in gens)
                 for i in range(start, min(target, start + BATCH_ROWS))
             ]
-            out.rows += int(cur.executemany(sql, batch) or 0)
+            done = int(cur.executemany(sql, batch) or 0)
+            out.rows += done
+            if done < len(batch) and out.refused_because is None:
+                cur.execute("SHOW WARNINGS LIMIT 1")
+                first = cur.fetchall()
+                out.refused_because = str(first[0][2])[:200] if first else "a duplicate key"
             conn.commit()
     return out
 

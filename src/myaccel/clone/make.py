@@ -291,6 +291,11 @@ def _schema_only(sb: Sandbox, src: SourceServer, record: CloneRecord, cap: Cap, 
     record.data.generated = gen
     made = sum(t.rows for t in gen.tables)
     skipped = [f"{t.database}.{t.table} ({t.skipped})" for t in gen.tables if t.skipped]
+    refused = [
+        f"{t.database}.{t.table}: {t.target_rows - t.rows} ({t.refused_because})"
+        for t in gen.tables
+        if t.refused_because
+    ]
     record.data.note = (
         f"schema only: {len(shapes)} tables created ({n} statements"
         + (f", {len(failed)} failed: {'; '.join(failed)[:300]}" if failed else "")
@@ -305,5 +310,6 @@ def _schema_only(sb: Sandbox, src: SourceServer, record: CloneRecord, cap: Cap, 
             else f" (cap: {cap.max_rows} rows / {format_bytes(cap.max_bytes)}, not reached)"
         )
         + (f"; left empty: {', '.join(skipped)[:300]}" if skipped else "")
+        + (f"; rows refused by the server: {', '.join(refused)[:300]}" if refused else "")
     )
     say(record.data.note)

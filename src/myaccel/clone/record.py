@@ -68,6 +68,8 @@ class GeneratedTable(Strict):
     target_rows: int  # source_rows times the cap's factor
     rows: int = 0  # rows inserted
     skipped: str | None = None  # why the table stays empty
+    # rows the server refused (a CHECK constraint, a duplicate key): the first warning
+    refused_because: str | None = None
 
 
 class GeneratedData(Strict):
