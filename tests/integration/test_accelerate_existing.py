@@ -1,13 +1,14 @@
 """`accelerate` on an existing server (issue 18 item 2), on MariaDB and MySQL 9.7: a
-"production" sandbox treated as any running server (reached by its socket, restarted through ``--restart-command``), with a
-schema of its own and a load driver (an application account) running throughout.
+"production" sandbox treated as any running server (reached by its socket, restarted
+through ``--restart-command``), with a schema of its own and a load driver (an
+application account) running throughout.
 
 Happy path: preflight, clone, interleaved A/B on the clone, journaled apply, guarded
 verification; the plan stays applied, the production schemas are unchanged (no sbtest
 tables there) and the clone is gone. Guardrails: a plan whose value fails on restart, and
 a plan that really breaks the application (``read_only``: its writes fail, it backs off),
 end rolled back automatically: option files byte-identical, server up, journal
-rolled-back. MySQL: the happy path and the restart guard (its clone is made with the
+rolled-back. MySQL 9.7: the live regression and the happy path (its clone is made with the
 clone plugin, its guard reads performance_schema's latency and errors)."""
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from myaccel.actions import ApplyError, Journal, journals_dir
 from myaccel.actions.plan_apply import ServerHandle, build_changes
 from myaccel.bench.profiles import ProfileOptions, build_profile
 from myaccel.cli.accelerate import AccelerateProgress
-from myaccel.rules.model import Plan, Recommendation, Risk
+from myaccel.rules.model import Plan, Risk
 from myaccel.server.connection import ConnectParams
 from myaccel.server.sandbox import Sandbox
+from plans import make_plan
 
 pytestmark = pytest.mark.integration
 
@@ -204,28 +206,8 @@ def test_accelerate_existing_server_happy_path(
 
 
 def _plan(*recs: tuple[str, str, Risk]) -> Plan:
-    return Plan(
-        created_at="2026-11-25T00:00:00+00:00",
-        myaccel_version="test",
-        facts_digest="test",
-        hostname=None,
-        recommendations=[
-            Recommendation(
-                id=f"test-{name}",
-                layer="server",
-                title=name,
-                target=f"mysql:{name}",
-                current=None,
-                proposed=value,
-                rationale="a plan that hurts, for the guard",
-                expected_effect="worse",
-                effect_source="test",
-                risk=risk,
-                verify="-",
-            )
-            for name, value, risk in recs
-        ],
-    )
+    plan = [(f"mysql:{name}", value, risk) for name, value, risk in recs]
+    return make_plan(*plan, rationale="a plan that hurts, for the guard")
 
 
 def _guard(prod: Sandbox, conf_dir: Path, plan: Plan) -> ApplyError:
@@ -272,14 +254,16 @@ def test_guard_rolls_back_a_live_regression(prod: Sandbox, tmp_path: Path) -> No
 def test_accelerate_existing_mysql(
     prod_mysql: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """MySQL 9.7, on one production sandbox (its start is the slow part): a value that
-    fails on restart is rolled back, then the whole flow (the clone made with the clone
-    plugin, the guard reading performance_schema's latency and errors)."""
+    """MySQL 9.7, on one production sandbox (its start is the slow part): a live
+    regression (``read_only``) rolled back, the guard reading performance_schema's error
+    rate beside the throughput; then the whole flow (the clone made with the clone plugin,
+    the plan's restart-only changes restarting the server)."""
     conf_dir = tmp_path / "guard.d"
     conf_dir.mkdir()
     (conf_dir / "50-user.cnf").write_text("[mysqld]\n# the user's own file\n")
-    err = _guard(prod_mysql, conf_dir, _plan(("innodb_page_size", "32768", "restart")))
-    assert "did not come back healthy" in err.message
+    err = _guard(prod_mysql, conf_dir, _plan(("read_only", "ON", "online")))
+    assert isinstance(err, GuardrailBreach) and "error rate rose" in err.message
+    assert str(prod_mysql.query("SELECT @@GLOBAL.read_only")[0][0]) == "0"
     result = _happy_path(prod_mysql, tmp_path, capsys)
     assert result.live is not None
     assert result.live["before"]["latency_ms"] is not None  # performance_schema is on

@@ -6,37 +6,18 @@ from __future__ import annotations
 
 from myaccel.accelerate.clone_plan import plan_memory, scale_plan
 from myaccel.clone.rewrite import MIN_BUFFER_POOL, memory_factor, scale_memory, scaled_size
-from myaccel.rules.model import Plan, Recommendation
+from myaccel.rules.model import Plan
+from plans import make_plan
 
 GIB = 1024**3
 MIB = 1024**2
 
 
 def _plan(**knobs: str) -> Plan:
-    return Plan(
-        created_at="2026-11-25T00:00:00+00:00",
-        myaccel_version="test",
-        facts_digest="test",
-        hostname=None,
-        recommendations=[
-            Recommendation(
-                id=f"r-{name}",
-                layer="server",
-                title=name,
-                target=f"mysql:{name}"
-                if name != "innodb_log_buffer_size"
-                else f"mycnf:mysqld/{name}",
-                current=None,
-                proposed=value,
-                rationale="-",
-                expected_effect="-",
-                effect_source="test",
-                risk="restart",
-                verify="-",
-            )
-            for name, value in knobs.items()
-        ],
-    )
+    def target(name: str) -> str:
+        return f"mycnf:mysqld/{name}" if name == "innodb_log_buffer_size" else f"mysql:{name}"
+
+    return make_plan(*[(target(name), value, "restart") for name, value in knobs.items()])
 
 
 def test_plan_memory_reads_only_memory_knobs() -> None:
