@@ -1,32 +1,62 @@
 """Plans for tests (imported as ``plans``: ``tests/`` is on the path of every test):
-``make_plan`` gives a server layer with the given targets and values."""
+``rec`` makes one recommendation, ``plan`` a plan of them, ``make_plan`` a server layer
+from (target, value, risk) triples."""
 
 from __future__ import annotations
 
 from myaccel.rules.model import Plan, Recommendation, Risk, target_knob
 
 
-def make_plan(*recs: tuple[str, str, Risk], rationale: str = "-") -> Plan:
-    """One recommendation per (target, proposed value, risk), titled by its knob."""
+def rec(
+    id: str,
+    target: str,
+    proposed: str,
+    risk: str = "online",
+    layer: str = "server",
+    action: str = "apply",
+    title: str | None = None,
+    rationale: str = "r",
+) -> Recommendation:
+    return Recommendation.model_validate(
+        dict(
+            id=id,
+            layer=layer,
+            title=title or id,
+            target=target,
+            current=None,
+            proposed=proposed,
+            action=action,
+            rationale=rationale,
+            expected_effect="e",
+            effect_source="s",
+            risk=risk,
+            verify="v",
+        )
+    )
+
+
+def plan(*recs: Recommendation) -> Plan:
     return Plan(
-        created_at="2026-11-25T00:00:00+00:00",
-        myaccel_version="test",
-        facts_digest="test",
-        hostname=None,
-        recommendations=[
-            Recommendation(
-                id=f"test-{target_knob(target) or target}",
-                layer="server",
-                title=target_knob(target) or target,
-                target=target,
-                current=None,
-                proposed=value,
+        created_at="t",
+        myaccel_version="0",
+        facts_digest="d",
+        hostname="h",
+        recommendations=list(recs),
+    )
+
+
+def make_plan(*recs: tuple[str, str, Risk], rationale: str = "r") -> Plan:
+    """One recommendation per (target, proposed value, risk), titled by its knob."""
+    return plan(
+        *[
+            rec(
+                f"test-{target_knob(t) or t}",
+                t,
+                value,
+                risk,
+                title=target_knob(t) or t,
                 rationale=rationale,
-                expected_effect="-",
-                effect_source="test",
-                risk=risk,
-                verify="-",
             )
-            for target, value, risk in recs
-        ],
+            for t, value, risk in recs
+        ]
     )
