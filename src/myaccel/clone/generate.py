@@ -28,8 +28,8 @@ import string
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
@@ -45,6 +45,8 @@ DEFAULT_MAX_BYTES = 256 * MIB
 DEFAULT_MAX_ROWS = 2_000_000
 BATCH_ROWS = 500
 ROW_OVERHEAD = 20  # InnoDB's record header, transaction id and roll pointer
+PAGE_FILL = 0.9  # InnoDB fills pages to 15/16 on ordered inserts, less its page headers
+POOL_MAX = 100_000  # a column with fewer distinct values than rows draws from a pool
 SMALL_TABLE = 64 * 1024  # a few pages: its average row length is mostly empty page space
 SMALL_TABLE_STRING = 16  # the mean string length in such a table
 
@@ -239,7 +241,7 @@ def string_mean(columns: Sequence[Column], avg_row: float, data_bytes: int) -> f
     if data_bytes <= SMALL_TABLE:
         return float(SMALL_TABLE_STRING)
     fixed = sum(fixed_bytes(c) for c in columns if not c.left_to_server)
-    return max(1.0, (avg_row - fixed - ROW_OVERHEAD) / len(strings))
+    return max(1.0, (avg_row * PAGE_FILL - fixed - ROW_OVERHEAD) / len(strings))
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,8 @@ class TableShape:
     rows: int  # TABLE_ROWS: InnoDB's estimate
     data_bytes: int
     index_bytes: int
+    # distinct values of indexed columns (the first column's index CARDINALITY)
+    distinct: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def avg_row(self) -> float:
@@ -314,6 +318,8 @@ def row_generators(
         if c.left_to_server:
             continue
         gen = generator_for(c, rows, mean)
+        if gen is not None and not c.unique:
+            gen = _pooled(gen, shape.distinct.get(c.name, 0), rows, f"{shape.table}.{c.name}")
         if gen is None:
             if not c.nullable:
                 return [], [], f"no generator for column {c.name} ({c.column_type})"
@@ -321,6 +327,16 @@ def row_generators(
         cols.append(c)
         gens.append(gen)
     return cols, gens, None
+
+
+def _pooled(gen: Generator, distinct: int, rows: int, seed: str) -> Generator:
+    """``gen`` limited to ``distinct`` values (the source's index cardinality), so the
+    clone's indexes are as selective as the source's."""
+    if not 0 < distinct < rows or distinct > POOL_MAX:
+        return gen
+    rng = random.Random(zlib.crc32(seed.encode()))
+    pool = [gen(rng, j) for j in range(distinct)]
+    return lambda r, i: pool[r.randrange(distinct)]
 
 
 def _null(rng: random.Random, i: int) -> Value:

@@ -22,7 +22,8 @@ def _quoted(name: str) -> str:
 
 
 def table_shapes(params: ConnectParams) -> list[TableShape]:
-    """Rows (InnoDB's estimate) and bytes of the user's base tables."""
+    """Rows (InnoDB's estimate) and bytes of the user's base tables, and the distinct
+    values of their indexed columns (an index's cardinality on its first column)."""
     conn = connect(params)
     try:
         # MySQL caches these figures for a day (information_schema_stats_expiry): read
@@ -36,9 +37,20 @@ def table_shapes(params: ConnectParams) -> list[TableShape]:
             f"WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ({_EXCLUDED}) "
             "ORDER BY TABLE_SCHEMA, TABLE_NAME",
         )
+        distinct: dict[tuple[str, str], dict[str, int]] = {}
+        for db, table, column, n in query_rows(
+            conn,
+            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, MAX(CARDINALITY) FROM "
+            f"information_schema.STATISTICS WHERE SEQ_IN_INDEX = 1 AND TABLE_SCHEMA NOT IN "
+            f"({_EXCLUDED}) AND CARDINALITY IS NOT NULL GROUP BY 1, 2, 3",
+        ):
+            distinct.setdefault((str(db), str(table)), {})[str(column)] = int(n)
     finally:
         conn.close()
-    return [TableShape(str(s), str(t), int(r), int(d), int(i)) for s, t, r, d, i in rows]
+    return [
+        TableShape(str(s), str(t), int(r), int(d), int(i), distinct.get((str(s), str(t)), {}))
+        for s, t, r, d, i in rows
+    ]
 
 
 def _statements(conn: pymysql.connections.Connection[Any]) -> list[str]:
