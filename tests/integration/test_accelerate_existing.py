@@ -1,17 +1,20 @@
-"""`accelerate` on an existing server (issue 18 item 2): a "production" sandbox treated as
-any running server (reached by its socket, restarted through ``--restart-command``), with a
-schema of its own and a load driver (an application account) running throughout.
+"""`accelerate` on an existing server (issue 18 item 2), on MariaDB and MySQL 9.7: a
+"production" sandbox treated as any running server (reached by its socket, restarted
+through ``--restart-command``), with a schema of its own and a load driver (an
+application account) running throughout.
 
 Happy path: preflight, clone, interleaved A/B on the clone, journaled apply, guarded
 verification; the plan stays applied, the production schemas are unchanged (no sbtest
 tables there) and the clone is gone. Guardrails: a plan whose value fails on restart, and
 a plan that really breaks the application (``read_only``: its writes fail, it backs off),
 end rolled back automatically: option files byte-identical, server up, journal
-rolled-back."""
+rolled-back. MySQL 9.7: the live regression and the happy path (its clone is made with the
+clone plugin, its guard reads performance_schema's latency and errors)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
 import sys
 import threading
@@ -29,9 +32,10 @@ from myaccel.actions import ApplyError, Journal, journals_dir
 from myaccel.actions.plan_apply import ServerHandle, build_changes
 from myaccel.bench.profiles import ProfileOptions, build_profile
 from myaccel.cli.accelerate import AccelerateProgress
-from myaccel.rules.model import Plan, Recommendation, Risk
+from myaccel.rules.model import Plan, Risk
 from myaccel.server.connection import ConnectParams
 from myaccel.server.sandbox import Sandbox
+from plans import make_plan
 
 pytestmark = pytest.mark.integration
 
@@ -81,19 +85,38 @@ class AppLoad:
         self.thread.join(timeout=30)
 
 
+def _make_prod(basedir: Path | None, flavor: str | None) -> Sandbox:
+    sb = Sandbox.init("prod", basedir=basedir, timeout_s=180, flavor=flavor)
+    for sql in (
+        f"CREATE DATABASE {SCHEMA}",
+        f"CREATE TABLE {SCHEMA}.orders (id INT AUTO_INCREMENT PRIMARY KEY, amount INT)",
+        f"CREATE USER '{APP[0]}'@'localhost' IDENTIFIED BY '{APP[1]}'",
+        f"GRANT ALL ON {SCHEMA}.* TO '{APP[0]}'@'localhost'",
+    ):
+        sb.query(sql)
+    conn = pymysql.connect(unix_socket=str(sb.socket), user="root", autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {SCHEMA}.orders (amount) VALUES (%s)", [(i,) for i in range(500)]
+            )
+    finally:
+        conn.close()
+    return sb
+
+
 @pytest.fixture
 def prod(myaccel_home: Path) -> Iterator[Sandbox]:
-    sb = Sandbox.init("prod", timeout_s=120)
     try:
-        for sql in (
-            f"CREATE DATABASE {SCHEMA}",
-            f"CREATE TABLE {SCHEMA}.orders (id INT AUTO_INCREMENT PRIMARY KEY, amount INT)",
-            f"INSERT INTO {SCHEMA}.orders (amount) SELECT seq FROM mysql.seq_1_to_500",
-            f"CREATE USER '{APP[0]}'@'localhost' IDENTIFIED BY '{APP[1]}'",
-            f"GRANT ALL ON {SCHEMA}.* TO '{APP[0]}'@'localhost'",
-        ):
-            sb.query(sql)
-        yield sb
+        yield _make_prod(None, None)
+    finally:
+        Sandbox.destroy_named("prod")
+
+
+@pytest.fixture
+def prod_mysql(myaccel_home: Path, mysql_basedir: Path | None) -> Iterator[Sandbox]:
+    try:
+        yield _make_prod(mysql_basedir, "mysql")
     finally:
         Sandbox.destroy_named("prod")
 
@@ -120,9 +143,7 @@ def _schemas(sb: Sandbox) -> list[tuple[Any, ...]]:
     ) + list(sb.query("SELECT user, host FROM mysql.user ORDER BY 1, 2"))
 
 
-def test_accelerate_existing_server_happy_path(
-    prod: Sandbox, myaccel_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _happy_path(prod: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
     """The whole flow, with a tiny A/B (one write-only cell, 1 run per arm of 3 s) whose
     verdict on this shared 2-vCPU VM is too noisy to gate on: ``force`` applies anyway,
     under the same guard."""
@@ -169,35 +190,24 @@ def test_accelerate_existing_server_happy_path(
     assert result.journal is not None and result.live is not None and result.clone
     assert [f.split(":")[0] for f in result.figures] == ["from the clone", "from the live server"]
     assert (out / "existing.json").is_file() and (out / "ab" / "comparison.json").is_file()
+    on_clone = json.loads((out / "existing.json").read_text())["clone"]["plan_on_clone"]
+    assert on_clone["factor"] <= 1.0 and "note" in on_clone  # scaled like the clone, or not
     assert load.ops > 0 and result.live["breaches"] == []
     assert _schemas(prod) == before  # no sbtest table, no user made on production
     assert [s.name for s in Sandbox.list_all()] == ["prod"]  # the clone is gone
     assert Journal.load(result.journal).data.status == "applied"
+    return result
+
+
+def test_accelerate_existing_server_happy_path(
+    prod: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _happy_path(prod, tmp_path, capsys)
 
 
 def _plan(*recs: tuple[str, str, Risk]) -> Plan:
-    return Plan(
-        created_at="2026-11-25T00:00:00+00:00",
-        myaccel_version="test",
-        facts_digest="test",
-        hostname=None,
-        recommendations=[
-            Recommendation(
-                id=f"test-{name}",
-                layer="server",
-                title=name,
-                target=f"mysql:{name}",
-                current=None,
-                proposed=value,
-                rationale="a plan that hurts, for the guard",
-                expected_effect="worse",
-                effect_source="test",
-                risk=risk,
-                verify="-",
-            )
-            for name, value, risk in recs
-        ],
-    )
+    plan = [(f"mysql:{name}", value, risk) for name, value, risk in recs]
+    return make_plan(*plan, rationale="a plan that hurts, for the guard")
 
 
 def _guard(prod: Sandbox, conf_dir: Path, plan: Plan) -> ApplyError:
@@ -239,3 +249,21 @@ def test_guard_rolls_back_a_live_regression(prod: Sandbox, tmp_path: Path) -> No
     err = _guard(prod, conf_dir, _plan(("read_only", "ON", "online")))
     assert isinstance(err, GuardrailBreach) and "throughput fell" in err.message
     assert str(prod.query("SELECT @@GLOBAL.read_only")[0][0]) == "0"
+
+
+def test_accelerate_existing_mysql(
+    prod_mysql: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MySQL 9.7, on one production sandbox (its start is the slow part): a live
+    regression (``read_only``) rolled back, the guard reading performance_schema's error
+    rate beside the throughput; then the whole flow (the clone made with the clone plugin,
+    the plan's restart-only changes restarting the server)."""
+    conf_dir = tmp_path / "guard.d"
+    conf_dir.mkdir()
+    (conf_dir / "50-user.cnf").write_text("[mysqld]\n# the user's own file\n")
+    err = _guard(prod_mysql, conf_dir, _plan(("read_only", "ON", "online")))
+    assert isinstance(err, GuardrailBreach) and "error rate rose" in err.message
+    assert str(prod_mysql.query("SELECT @@GLOBAL.read_only")[0][0]) == "0"
+    result = _happy_path(prod_mysql, tmp_path, capsys)
+    assert result.live is not None
+    assert result.live["before"]["latency_ms"] is not None  # performance_schema is on

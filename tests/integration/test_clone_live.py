@@ -168,26 +168,69 @@ def _check_clone(home: Path, prod: Sandbox) -> None:
     assert not clone.dir.exists()
 
 
+KINDS = (
+    f"CREATE TABLE {SCHEMA}.kinds (id BIGINT UNSIGNED PRIMARY KEY, code CHAR(8) UNIQUE, "
+    "qty SMALLINT, price DECIMAL(8,2), ratio DOUBLE, state ENUM('new','paid','sent'), "
+    "born DATE, seen DATETIME, at TIME, note VARCHAR(200), body TEXT, flags BIT(4), "
+    "doc JSON, twice INT AS (qty * 2) VIRTUAL)"
+)
+
+
+def _check_schema_only(home: Path, prod: Sandbox) -> None:
+    """Schema only (what a disk too small for the data gets, forced here): the tables
+    filled with generated rows of the source's shape, within a tolerance of its counts."""
+    prod.query(KINDS)
+    conn = connect(prod.connect_params())
+    try:
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {SCHEMA}.kinds (id, code, qty, price, ratio, state, born, seen, "
+                "at, note, body, flags, doc) VALUES (%s, %s, %s, %s, %s, 'paid', '2024-01-02', "
+                "'2024-01-02 03:04:05', '01:02:03', %s, %s, b'1010', '{\"a\": 1}')",
+                [
+                    (i, f"k{i}", i % 100, i * 1.5, i / 7, "x" * (i % 150), "y" * 300)
+                    for i in range(800)
+                ],
+            )
+            for t in ("customers", "orders", "kinds"):
+                cur.execute(f"ANALYZE TABLE {SCHEMA}.{t}")
+                cur.fetchall()
+    finally:
+        conn.close()
+    counts = {
+        t: int(_one(prod, f"SELECT COUNT(*) FROM {SCHEMA}.{t}")[0])
+        for t in ("customers", "orders", "kinds")
+    }
+    r = CliRunner().invoke(
+        cli,
+        ["clone", "--sandbox", "prod", "--name", "shape", "--schema-only", "--json"],
+        env={"MYACCEL_HOME": str(home)},
+    )
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)["data"]
+    assert data["schema_only"] and "of the same shape generated" in data["note"]
+    gen = data["generated"]
+    assert gen["factor"] == 1.0 and gen["max_rows"] > 0 and gen["max_bytes"] > 0
+    shape = Sandbox.load("shape", home=home)
+    try:
+        for t, n in counts.items():
+            got = int(_one(shape, f"SELECT COUNT(*) FROM {SCHEMA}.{t}")[0])
+            assert abs(got - n) <= 0.25 * n, (t, got, n)  # TABLE_ROWS is an estimate
+        assert _one(shape, f"SELECT COUNT(DISTINCT state) FROM {SCHEMA}.kinds")[0] == 3
+        assert _one(shape, f"SELECT MAX(LENGTH(code)) FROM {SCHEMA}.kinds")[0] <= 8
+        assert shape.query(f"SHOW FULL TABLES FROM {SCHEMA} LIKE 'big_orders'") == [
+            ("big_orders", "VIEW")
+        ]
+    finally:
+        shape.destroy()
+
+
 def test_clone_mariadb(myaccel_home: Path) -> None:
     home = myaccel_home
     prod = Sandbox.init("prod", home=home, timeout_s=120, flavor="mariadb")
     try:
         _check_clone(home, prod)
-        # schema only (what a disk too small for the data gets): tables empty, said so
-        r = CliRunner().invoke(
-            cli,
-            ["clone", "--sandbox", "prod", "--name", "shape", "--schema-only", "--json"],
-            env={"MYACCEL_HOME": str(home)},
-        )
-        assert r.exit_code == 0, r.output
-        data = json.loads(r.stdout)["data"]
-        assert data["schema_only"] and "not generated yet" in data["note"]
-        shape = Sandbox.load("shape", home=home)
-        assert shape.query(f"SELECT COUNT(*) FROM {SCHEMA}.orders") == [(0,)]
-        assert shape.query(f"SHOW FULL TABLES FROM {SCHEMA} LIKE 'big_orders'") == [
-            ("big_orders", "VIEW")
-        ]
-        shape.destroy()
+        _check_schema_only(home, prod)
     finally:
         prod.destroy()
 

@@ -8,43 +8,7 @@ import pytest
 
 from myaccel.actions.errors import ApplyError
 from myaccel.actions.plan_apply import ServerHandle, build_changes
-from myaccel.rules.model import Plan, Recommendation
-
-
-def rec(
-    id: str,
-    target: str,
-    proposed: str,
-    risk: str = "online",
-    layer: str = "server",
-    action: str = "apply",
-) -> Recommendation:
-    return Recommendation.model_validate(
-        dict(
-            id=id,
-            layer=layer,
-            title=id,
-            target=target,
-            current=None,
-            proposed=proposed,
-            action=action,
-            rationale="r",
-            expected_effect="e",
-            effect_source="s",
-            risk=risk,
-            verify="v",
-        )
-    )
-
-
-def plan(*recs: Recommendation) -> Plan:
-    return Plan(
-        created_at="t",
-        myaccel_version="0",
-        facts_digest="d",
-        hostname="h",
-        recommendations=list(recs),
-    )
+from plans import plan, rec
 
 
 def handle(tmp_path: Path) -> ServerHandle:

@@ -3,8 +3,10 @@ server layer, and compare, as plain function calls (the cli draws the progress a
 the report).
 
 On a sandbox (``sandbox_mode``) the two configurations run interleaved A B B A; on an
-existing server (``existing``) the plan is applied with a journal between a baseline and
-a tuned campaign. ``candidate`` writes the sandbox's tuned option file."""
+existing server (``existing``) they run so on a clone of it (the plan memory-scaled like
+the clone: ``clone_plan``), then the plan is applied with a journal and guarded with the
+server's own counters (``rollout``, ``live``). ``candidate`` writes the tuned option
+file."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from myaccel.accelerate.candidate import write_candidate
+from myaccel.accelerate.clone_plan import ScaledPlan, plan_memory, scale_plan
 from myaccel.accelerate.common import probe_and_plan
 from myaccel.accelerate.live import Verdict
 from myaccel.accelerate.request import (
@@ -125,7 +126,7 @@ def run_on_server(
     clone_name = f"accel-{uuid.uuid4().hex[:8]}"
     progress.step(f"clone '{clone_name}' of the server")
     try:
-        cmp = _ab_on_clone(req, target, plan, pc, facts, out, clone_name, progress)
+        cmp, scaled = _ab_on_clone(req, target, plan, pc, facts, out, clone_name, progress)
     finally:
         if not target.keep_clone and Sandbox.exists(clone_name):
             progress.note(f"removing clone '{clone_name}'")
@@ -137,7 +138,8 @@ def run_on_server(
         plan=plan,
         comparison=cmp,
         clone=clone_name,
-        figures=[CLONE_FIGURES],
+        figures=[_clone_figures(scaled)],
+        clone_plan=scaled.summary(),
     )
     if not improves and not target.force:
         gain = "n/a" if cmp.geomean_delta_pct is None else f"{cmp.geomean_delta_pct:+.1f}%"
@@ -162,14 +164,24 @@ def _ab_on_clone(
     out: Path,
     clone_name: str,
     progress: Progress,
-) -> Comparison:
-    made = make_clone(CloneRequest(source=target.params, name=clone_name), progress.note)
-    progress.note(f"clone ready in {made.duration_s:.1f} s: {made.record_path}")
+) -> tuple[Comparison, ScaledPlan]:
     only = plan.model_copy(update={"recommendations": pc.recs})
-    cand = write_candidate(only, facts, out / "tuned.cnf")
+    made = make_clone(
+        CloneRequest(source=target.params, name=clone_name, candidate_memory=plan_memory(only)),
+        progress.note,
+    )
+    progress.note(f"clone ready in {made.duration_s:.1f} s: {made.record_path}")
+    scaled = scale_plan(only, made.record.memory_factor)
+    if scaled.scaled:
+        progress.note(scaled.describe())
+    cand = write_candidate(scaled.plan, facts, out / "tuned.cnf")
     progress.step("interleaved A/B on the clone: the server's configuration vs the plan")
     res = ab_against_base(req, clone_name, cand.path, out, progress)
-    return res.comparison
+    return res.comparison, scaled
+
+
+def _clone_figures(scaled: ScaledPlan) -> str:
+    return CLONE_FIGURES + (f" ({scaled.describe()})" if scaled.scaled else "")
 
 
 def _apply_and_verify(
@@ -207,10 +219,11 @@ def _save_summary(out: Path, result: AccelerateResult, verdict: Verdict | None) 
     doc = {
         "clone": {
             "name": result.clone,
-            "source": CLONE_FIGURES,
+            "source": result.figures[0] if result.figures else CLONE_FIGURES,
             "geomean_delta_pct": cmp.geomean_delta_pct,
             "ci_low_pct": cmp.geomean_ci_low_pct,
             "ci_high_pct": cmp.geomean_ci_high_pct,
+            "plan_on_clone": result.clone_plan,
         },
         "applied": result.journal is not None,
         "journal": str(result.journal) if result.journal else None,

@@ -74,6 +74,8 @@ class AccelerateResult:
     clone: str | None = None  # on an existing server: the clone the A/B ran on
     live: dict[str, object] | None = None  # the guard's windows and verdict (``live``)
     figures: list[str] = field(default_factory=list)  # which figures came from where
+    # on an existing server: the plan as the clone ran it (memory knobs scaled, said so)
+    clone_plan: dict[str, object] | None = None
 
 
 class Progress(BenchProgress, Protocol):

@@ -11,10 +11,11 @@ from myaccel.cli import ranges
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.clone import CloneRequest, CloneResult, make_clone
+from myaccel.clone.generate import Cap
 from myaccel.errors import UsageError
 from myaccel.facts.sysroot import parse_cpu_list
 from myaccel.server.sandbox.layout import validate_name
-from myaccel.units import format_bytes
+from myaccel.units import SizeSyntaxError, format_bytes, parse_size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,8 +25,21 @@ class CloneOptions(ServerOptions):
     cpus: str | None = None
     nice: int | None = None
     schema_only: bool = False
+    generate_max: str | None = None
     timeout_s: float = 180.0
     as_json: bool = False
+
+
+def _cap(text: str | None) -> Cap:
+    if text is None:
+        return Cap()
+    try:
+        size = parse_size(text)
+    except SizeSyntaxError as exc:
+        raise UsageError(f"--generate-max {text!r}: {exc}", hint="for example 64M or 2G") from exc
+    if size < 0:
+        raise UsageError(f"--generate-max {text!r} is negative", hint="for example 64M or 2G")
+    return Cap(max_bytes=size, max_rows=Cap().max_rows if size else 0)
 
 
 def _cpus(text: str | None) -> list[int] | None:
@@ -74,7 +88,18 @@ def render(result: CloneResult) -> None:
 @click.option(
     "--nice", type=click.IntRange(0, 19), metavar="N", help="The clone's nice level (10)."
 )
-@click.option("--schema-only", is_flag=True, help="Copy the schema, not the rows.")
+@click.option(
+    "--schema-only",
+    is_flag=True,
+    help="Copy the schema, not the rows, and fill the tables with generated rows of the "
+    "source's shape (row counts and sizes).",
+)
+@click.option(
+    "--generate-max",
+    metavar="SIZE",
+    help="Schema only: the cap on the generated rows, as bytes of the source's tables "
+    "(default 256M; 0 generates none).",
+)
 @click.option(
     "--timeout",
     "timeout_s",
@@ -106,6 +131,7 @@ def clone(opts: CloneOptions) -> None:
         cpus=cpus,
         nice=opts.nice,
         schema_only=opts.schema_only,
+        generate_cap=_cap(opts.generate_max),
         timeout_s=opts.timeout_s,
     )
     result = make_clone(request, note)

@@ -7,7 +7,7 @@ One concern per module: ``source`` (the source, read-only), ``preflight`` (resta
 privileges, disk: before any side effect), ``defaults`` (the binary's compiled defaults),
 ``config`` (the clone's option lines) and ``rewrite`` (what changes and why), ``fence``
 (CPU set and priority), ``copy`` (mariadb-backup, the clone plugin), ``schema`` (schema-only
-clones), ``accounts`` (the first start's init_file), ``verify`` (variables after the
+clones) and ``generate`` (their rows of the source's shape), ``accounts`` (the first start's init_file), ``verify`` (variables after the
 start), ``record`` (``clone.json``), ``make`` (the command as one function).
 """
 

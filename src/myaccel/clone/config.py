@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from myaccel import proc
 from myaccel.clone.defaults import same_value
 from myaccel.clone.record import ConfigEntry, Rewrite
-from myaccel.clone.rewrite import Target, rewrite_option, scale_memory
+from myaccel.clone.rewrite import Target, memory_factor, rewrite_option, scale_memory
 from myaccel.clone.source import SourceServer, command_line_options, defaults_args
 from myaccel.server.optionfile import normalize_key
 from myaccel.server.sandbox.options import quote_value
@@ -66,6 +66,7 @@ ALWAYS_WRITTEN = frozenset(
 class CloneConfig:
     entries: list[ConfigEntry] = field(default_factory=list)
     rewritten: list[Rewrite] = field(default_factory=list)
+    memory_factor: float = 1.0  # the big buffers' scale (1.0: not scaled)
 
     def render(self, header: str) -> str:
         lines = [f"# {ln}" if ln else "#" for ln in header.splitlines()]
@@ -142,7 +143,9 @@ def derive_config(
         # loose-: a variable of a plugin the clone has not loaded yet must not stop it
         _add(cfg, f"loose-{name}", value, _origin(name, src, from_files), src, target)
     _identity(cfg, src, target)
-    for rw in scale_memory(cfg.entries, variables, target.memory_budget_bytes):
+    budget, candidate = target.memory_budget_bytes, target.candidate_memory
+    cfg.memory_factor = memory_factor(cfg.entries, variables, budget, candidate)[0]
+    for rw in scale_memory(cfg.entries, variables, budget, candidate):
         _set(cfg, rw.variable, rw.clone_value, "myaccel")
         cfg.rewritten.append(rw)
     return cfg

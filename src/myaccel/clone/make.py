@@ -6,9 +6,10 @@ a clone plugin installed for the copy is uninstalled in any case)."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -19,6 +20,7 @@ from myaccel.clone.copy import hot_copy
 from myaccel.clone.defaults import compiled_defaults
 from myaccel.clone.errors import CloneError
 from myaccel.clone.fence import Fence, choose_fence
+from myaccel.clone.generate import Cap, generate
 from myaccel.clone.preflight import Preflight, preflight
 from myaccel.clone.record import (
     CloneRecord,
@@ -36,6 +38,7 @@ from myaccel.server.connection import ConnectParams
 from myaccel.server.sandbox import Sandbox, ServerInstall, find_server
 from myaccel.server.sandbox.layout import resolve_home, sandboxes_root, validate_name
 from myaccel.server.sandbox.state import now_iso
+from myaccel.units import format_bytes
 
 Say = Callable[[str], None]
 CONFIG_FILE = "clone.cnf"
@@ -53,8 +56,12 @@ class CloneRequest:
     cpus: list[int] | None = None
     nice: int | None = None
     schema_only: bool = False
+    # schema only: the cap on the rows of the source's shape generated into the clone
+    generate_cap: Cap = field(default_factory=Cap)
     timeout_s: float = 180.0
     home: Path | None = None
+    # the memory knobs (bytes) of a plan to A/B on the clone: scaled with the clone's own
+    candidate_memory: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -155,10 +162,10 @@ def make_clone(req: CloneRequest, say: Say) -> CloneResult:
     return CloneResult(sb, record, path, pre, time.monotonic() - t0)
 
 
-def _target(sb: Sandbox, src: SourceServer) -> Target:
+def _target(sb: Sandbox, src: SourceServer, candidate: dict[str, int] | None) -> Target:
     server_id = sb.port if str(sb.port) != src.variables.get("server_id") else sb.port + 1
     budget = int(psutil.virtual_memory().available * MEMORY_SHARE)
-    return Target(sb.dir, sb.datadir, sb.port, server_id, budget)
+    return Target(sb.dir, sb.datadir, sb.port, server_id, budget, dict(candidate or {}))
 
 
 def _build(
@@ -174,7 +181,7 @@ def _build(
     say: Say,
 ) -> CloneRecord:
     install, choice = server
-    target = _target(sb, src)
+    target = _target(sb, src, req.candidate_memory)
     cfg = derive_config(src, defaults, read, target)
     record = CloneRecord(
         name=sb.name,
@@ -184,6 +191,7 @@ def _build(
         config_file=str(sb.dir / CONFIG_FILE),
         options=cfg.entries,
         rewritten=cfg.rewritten,
+        memory_factor=cfg.memory_factor,
         fence=fence.info(),
         notes=list(src.notes),
     )
@@ -225,7 +233,7 @@ def _build(
         sb.query("UNINSTALL PLUGIN clone")
         journal("uninstall-clone-plugin-in-clone", "done", "as on the source")
     if schema_only:
-        _schema_only(sb, src, record, say)
+        _schema_only(sb, src, record, req.generate_cap, say)
         journal("schema", "done", record.data.note)
     record.variable_diff = variable_diff(
         src,
@@ -270,16 +278,38 @@ def _first_start(
     say(sb.restart(timeout_s=req.timeout_s, progress=say).message)
 
 
-def _schema_only(sb: Sandbox, src: SourceServer, record: CloneRecord, say: Say) -> None:
+def _schema_only(sb: Sandbox, src: SourceServer, record: CloneRecord, cap: Cap, say: Say) -> None:
     shapes = table_shapes(src.params)
     n, failed = replay_schema(src.params, sb.connect_params())
-    rows = sum(s[2] for s in shapes)
-    size = sum(s[3] for s in shapes)
+    rows = sum(s.rows for s in shapes)
+    size = sum(s.data_bytes + s.index_bytes for s in shapes)
+    # the generated rows must fit beside the rest: a quarter of the free disk at most
+    free = shutil.disk_usage(sb.dir).free // 4
+    cap = Cap(max_bytes=min(cap.max_bytes, free), max_rows=cap.max_rows)
+    gen = generate(sb.connect_params(), shapes, cap, say)
     assert record.data is not None
+    record.data.generated = gen
+    made = sum(t.rows for t in gen.tables)
+    skipped = [f"{t.database}.{t.table} ({t.skipped})" for t in gen.tables if t.skipped]
+    refused = [
+        f"{t.database}.{t.table}: {t.target_rows - t.rows} ({t.refused_because})"
+        for t in gen.tables
+        if t.refused_because
+    ]
     record.data.note = (
-        f"schema only: {len(shapes)} tables created empty ({n} statements"
+        f"schema only: {len(shapes)} tables created ({n} statements"
         + (f", {len(failed)} failed: {'; '.join(failed)[:300]}" if failed else "")
-        + f"); the source holds about {rows} rows, {size} bytes in them. Rows of the same "
-        "shape are not generated yet: measure on it with sysbench's own tables only"
+        + f"); the source holds about {rows} rows, {size} bytes in them; {made} rows of "
+        "the same shape generated (row counts and average row sizes from "
+        "information_schema.TABLES, values typed by column) in "
+        f"{gen.duration_s:.1f} s"
+        + (
+            f", the counts scaled by {gen.factor:.3f} to the cap of {cap.max_rows} rows / "
+            f"{format_bytes(cap.max_bytes)}"
+            if gen.factor < 1.0
+            else f" (cap: {cap.max_rows} rows / {format_bytes(cap.max_bytes)}, not reached)"
+        )
+        + (f"; left empty: {', '.join(skipped)[:300]}" if skipped else "")
+        + (f"; rows refused by the server: {', '.join(refused)[:300]}" if refused else "")
     )
     say(record.data.note)

@@ -58,12 +58,37 @@ class Rewrite(Strict):
     reason: str
 
 
+class GeneratedTable(Strict):
+    """One table of a schema-only clone filled with generated rows."""
+
+    database: str
+    table: str
+    source_rows: int  # information_schema.TABLES.TABLE_ROWS on the source (an estimate)
+    source_bytes: int  # its DATA_LENGTH + INDEX_LENGTH
+    target_rows: int  # source_rows times the cap's factor
+    rows: int = 0  # rows inserted
+    skipped: str | None = None  # why the table stays empty
+    # rows the server refused (a CHECK constraint, a duplicate key): the first warning
+    refused_because: str | None = None
+
+
+class GeneratedData(Strict):
+    """The rows of the source's shape generated into a schema-only clone."""
+
+    max_bytes: int  # the cap on the generated data (bytes, as the source's tables count)
+    max_rows: int  # and on rows
+    factor: float  # every table's row count times this (1.0: the cap did not bind)
+    duration_s: float = 0.0
+    tables: list[GeneratedTable] = Field(default_factory=list)
+
+
 class DataCopy(Strict):
     method: str  # mariadb-backup, clone-plugin, schema-only
     bytes_copied: int = 0
     duration_s: float = 0.0
     schema_only: bool = False
     note: str = ""
+    generated: GeneratedData | None = None  # schema only: the rows of the same shape
 
 
 class FenceInfo(Strict):
@@ -91,6 +116,9 @@ class CloneRecord(Strict):
     config_file: str
     options: list[ConfigEntry] = Field(default_factory=list)
     rewritten: list[Rewrite] = Field(default_factory=list)
+    # the factor the big memory buffers were scaled by (1.0: not scaled); a plan A/B'd on
+    # the clone has its memory knobs scaled by the same factor
+    memory_factor: float = 1.0
     data: DataCopy | None = None
     fence: FenceInfo | None = None
     # after the first start: every variable that differs from the source, with its reason

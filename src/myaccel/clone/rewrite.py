@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from myaccel.clone.record import ConfigEntry, Rewrite
@@ -72,6 +72,9 @@ class Target:
     port: int
     server_id: int
     memory_budget_bytes: int
+    # the memory knobs (bytes) a candidate configuration will set on the clone (a plan to
+    # A/B on it): the factor is chosen so that both the clone's base and the candidate fit
+    candidate_memory: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -164,32 +167,65 @@ def _entry_bytes(entries: Sequence[ConfigEntry], variables: Mapping[str, str], k
         return 0
 
 
-def scale_memory(
-    entries: Sequence[ConfigEntry], variables: Mapping[str, str], budget_bytes: int
-) -> list[Rewrite]:
-    """Shrink the clone's big buffers in proportion when they add up to more than
-    ``budget_bytes`` (what the host can spare beside the running source)."""
+def memory_factor(
+    entries: Sequence[ConfigEntry],
+    variables: Mapping[str, str],
+    budget_bytes: int,
+    candidate: Mapping[str, int] | None = None,
+) -> tuple[float, int]:
+    """(factor, peak): the factor the clone's big buffers are scaled by (1.0 when they fit
+    in ``budget_bytes``), and the larger of their sum and the sum with ``candidate``'s
+    values in place (a plan to run on the clone, scaled by the same factor)."""
     sizes = {k: _entry_bytes(entries, variables, k) for k in MEMORY_KEYS}
-    total = sum(sizes.values())
-    if total <= budget_bytes or total == 0:
+    with_candidate = {**sizes, **{k: v for k, v in (candidate or {}).items() if k in sizes}}
+    peak = max(sum(sizes.values()), sum(with_candidate.values()))
+    if peak <= budget_bytes or peak == 0:
+        return 1.0, peak
+    return budget_bytes / peak, peak
+
+
+def scaled_size(key: str, size: int, factor: float) -> int:
+    """``size`` of memory knob ``key`` times ``factor``, in whole MiB, never below the
+    floor (128 MiB for the buffer pool, 1 MiB for the others) nor above ``size``."""
+    if factor >= 1.0:
+        return size
+    floor = MIN_BUFFER_POOL if key == "innodb_buffer_pool_size" else MIB
+    return min(size, max(floor, int(size * factor) // MIB * MIB))
+
+
+def scale_memory(
+    entries: Sequence[ConfigEntry],
+    variables: Mapping[str, str],
+    budget_bytes: int,
+    candidate: Mapping[str, int] | None = None,
+) -> list[Rewrite]:
+    """Shrink the clone's big buffers in proportion when they (or a ``candidate``'s in
+    their place) add up to more than ``budget_bytes`` (what the host can spare beside the
+    running source)."""
+    factor, peak = memory_factor(entries, variables, budget_bytes, candidate)
+    if factor >= 1.0:
         return []
-    factor = budget_bytes / total
+    total = sum(_entry_bytes(entries, variables, k) for k in MEMORY_KEYS)
+    whose = (
+        f"the source's buffers ({format_bytes(total)})"
+        if peak == total
+        else f"the buffers of the plan to run on the clone ({format_bytes(peak)}; the "
+        f"source's: {format_bytes(total)})"
+    )
     out = []
-    for key, size in sizes.items():
-        if size == 0:
-            continue
-        floor = MIN_BUFFER_POOL if key == "innodb_buffer_pool_size" else MIB
-        new = max(floor, int(size * factor) // MIB * MIB)
-        if new >= size:
+    for key in MEMORY_KEYS:
+        size = _entry_bytes(entries, variables, key)
+        new = scaled_size(key, size, factor)
+        if size == 0 or new >= size:
             continue
         out.append(
             Rewrite(
                 variable=key,
                 source_value=str(size),
                 clone_value=str(new),
-                reason=f"memory scaled by {factor:.2f}: the source's buffers "
-                f"({format_bytes(total)}) exceed what the host can spare beside it "
-                f"({format_bytes(budget_bytes)}, half of the memory available)",
+                reason=f"memory scaled by {factor:.2f}: {whose} exceed what the host can "
+                f"spare beside it ({format_bytes(budget_bytes)}, half of the memory "
+                "available)",
             )
         )
     return out

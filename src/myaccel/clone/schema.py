@@ -1,14 +1,16 @@
 """A schema-only clone, for data too large for the disk: the source's databases, tables
 and views (``SHOW CREATE``, read-only) replayed into the clone's fresh datadir, and the
-shape of the data (rows and bytes per table from ``information_schema``) kept in the
-record. Rows of the same shape are not generated yet: the record says so."""
+shape of the data (rows and bytes per table from ``information_schema``), which
+``generate`` fills the clone's tables to."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pymysql
 
+from myaccel.clone.generate import TableShape
 from myaccel.clone.source import SYSTEM_SCHEMAS
 from myaccel.server.connection import ConnectParams, connect, query_rows
 
@@ -19,19 +21,36 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def table_shapes(params: ConnectParams) -> list[tuple[str, str, int, int]]:
-    """(schema, table, rows (estimate), bytes) of the user's base tables."""
+def table_shapes(params: ConnectParams) -> list[TableShape]:
+    """Rows (InnoDB's estimate) and bytes of the user's base tables, and the distinct
+    values of their indexed columns (an index's cardinality on its first column)."""
     conn = connect(params)
     try:
+        # MySQL caches these figures for a day (information_schema_stats_expiry): read
+        # them fresh, in this session only
+        with contextlib.suppress(pymysql.err.MySQLError):
+            query_rows(conn, "SET SESSION information_schema_stats_expiry = 0")
         rows = query_rows(
             conn,
             "SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(TABLE_ROWS, 0), "
-            "COALESCE(DATA_LENGTH + INDEX_LENGTH, 0) FROM information_schema.TABLES "
-            f"WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ({_EXCLUDED})",
+            "COALESCE(DATA_LENGTH, 0), COALESCE(INDEX_LENGTH, 0) FROM information_schema.TABLES "
+            f"WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ({_EXCLUDED}) "
+            "ORDER BY TABLE_SCHEMA, TABLE_NAME",
         )
+        distinct: dict[tuple[str, str], dict[str, int]] = {}
+        for db, table, column, n in query_rows(
+            conn,
+            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, MAX(CARDINALITY) FROM "
+            f"information_schema.STATISTICS WHERE SEQ_IN_INDEX = 1 AND TABLE_SCHEMA NOT IN "
+            f"({_EXCLUDED}) AND CARDINALITY IS NOT NULL GROUP BY 1, 2, 3",
+        ):
+            distinct.setdefault((str(db), str(table)), {})[str(column)] = int(n)
     finally:
         conn.close()
-    return [(str(s), str(t), int(r), int(b)) for s, t, r, b in rows]
+    return [
+        TableShape(str(s), str(t), int(r), int(d), int(i), distinct.get((str(s), str(t)), {}))
+        for s, t, r, d, i in rows
+    ]
 
 
 def _statements(conn: pymysql.connections.Connection[Any]) -> list[str]:
