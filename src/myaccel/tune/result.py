@@ -66,6 +66,7 @@ class TuneResult(Frozen):
     target: str  # sandbox name or basedir
     durability: str
     workload: list[str]
+    layers: list[str] = Field(default_factory=lambda: ["server"])  # server, process
     searched: list[str]
     left_out: dict[str, str] = Field(default_factory=dict)
     noise: NoiseRow | None = None

@@ -173,11 +173,36 @@ def _write(
         else plan
     )
     save(out / "plan.json", chosen)
-    result = TuneResult(
-        created_at=now_iso(),
+    result = tune_result(
+        o,
+        space,
+        out,
         target=req.sandbox,
         durability=req.durability,
         workload=[f"{w}@{t}" for w, t in req.profile.cells],
+        layers=list(req.layers),
+    )
+    save(out / "tune.json", result, private=True)
+    return result
+
+
+def tune_result(
+    o: Outcome,
+    space: Space,
+    out: Path,
+    *,
+    target: str,
+    durability: str,
+    workload: list[str],
+    layers: list[str],
+) -> TuneResult:
+    """``tune.json`` of a search's outcome (``out``: the results directory)."""
+    return TuneResult(
+        created_at=now_iso(),
+        target=target,
+        durability=durability,
+        workload=workload,
+        layers=layers,
         searched=space.names(),
         left_out=space.left_out,
         noise=NoiseRow(
@@ -198,5 +223,3 @@ def _write(
         study=str(out / "study.db"),
         plan=str(out / "plan.json"),
     )
-    save(out / "tune.json", result, private=True)
-    return result
