@@ -33,6 +33,7 @@ from myaccel.paths import myaccel_home
 from myaccel.rules.model import Plan
 from myaccel.server.sandbox import Sandbox
 from myaccel.tune.constraint import Constraint, plan_values
+from myaccel.tune.process import with_layers
 from myaccel.tune.request import LAYERS, TuneProgress, TuneRequest
 from myaccel.tune.result import NoiseRow, TuneResult, now_iso, tuned_plan
 from myaccel.tune.sandbox_objective import SandboxObjective
@@ -47,8 +48,13 @@ def check_request(req: TuneRequest) -> None:
     bad = [lay for lay in req.layers if lay not in LAYERS]
     if bad:
         raise UsageError(
-            f"layer(s) {', '.join(bad)} cannot be searched yet",
-            hint="use --layers server (the process layer is not implemented)",
+            f"unknown layer(s) {', '.join(bad)}",
+            hint="use --layers server or --layers server,process",
+        )
+    if "server" not in req.layers:
+        raise UsageError(
+            "--layers must include server: every trial is a server configuration",
+            hint="use --layers server or --layers server,process",
         )
     if req.durability not in ("strict", "relaxed"):
         raise UsageError(
@@ -152,6 +158,7 @@ def _space(req: TuneRequest, facts: Facts, plan: Plan, sk: ServerKnobs) -> tuple
             hint="see docs/tuning.md for the knobs tune searches",
         )
     space = build_space(sk, base, durability=req.durability, only=req.knobs)
+    space = with_layers(space, req.layers, facts, sk, base)
     if not space.dims:
         raise UsageError(
             "nothing to search: no searchable knob is left",
