@@ -146,7 +146,13 @@ def test_only_the_final_trial_is_an_experiment(tmp_path: Path) -> None:
         }
     )
     save(out / "tune.json", doc)
+    (out / "configs").mkdir()
+    for name in ("plan.cnf", "trial-009.cnf"):
+        (out / "configs" / name).write_text("[mysqld]\n")
     arts = load_artifacts([out])
+    # the plan to apply was measured as the final A/B's candidate (it won) or as the plan
+    want = "trial-009.cnf" if doc.improved else "plan.cnf"
+    assert [c.name for c in arts.candidate_configs] == [want]
     assert [c.path.parent for c in arts.comparisons] == [final_dir]
     assert all(r.path.is_relative_to(final_dir) for r in arts.runs)
     assert [p.path.name for p in arts.plans] == ["plan.json"]

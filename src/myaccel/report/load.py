@@ -231,6 +231,20 @@ def _tune_studies(arts: Artifacts) -> None:
         setattr(arts, name, [x for x in getattr(arts, name) if keep(x.path)])
     rules_plans = {t.path.parent.resolve() / "rules-plan.json" for t in arts.tunes}
     arts.plans = [p for p in arts.plans if p.path.resolve() not in rules_plans]
+    for t in arts.tunes:  # the option file the plan to apply was measured with
+        cnf = _measured_config(t)
+        if cnf.is_file() and cnf not in arts.candidate_configs:
+            arts.candidate_configs.append(cnf)
+
+
+def _measured_config(t: Loaded[TuneResult]) -> Path:
+    """The winner's option file when it won the final A/B (plan.json is the plan with its
+    changes), else the plan's (plan.json is the rules' plan)."""
+    configs = t.path.parent / "configs"
+    f = t.doc.final
+    if t.doc.improved and f is not None and f.comparison:
+        return configs / f"{Path(f.comparison).parent.name}.cnf"
+    return configs / "plan.cnf"
 
 
 def _dedupe(arts: Artifacts) -> None:

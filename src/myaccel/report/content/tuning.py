@@ -42,7 +42,7 @@ class TuneView:
     final: tuple[str, str, str, str, str, str] | None  # runs, change, CI, MDE, verdicts, path
     diff: list[tuple[str, str, str, str, str]]  # knob, plan, best, without it, contribution
     importances: list[tuple[str, float]]
-    importance_note: str
+    importance_note: str  # what the importances are over, or why there are none
     history: list[HistoryPoint]
     floor_pct: float | None
     counts: str  # trials by state
@@ -66,7 +66,11 @@ def tune_view(lt: Loaded[TuneResult]) -> TuneView:
     if records is None:
         records = [_record_of(t) for t in r.trials]
         importance = dict(r.importances)
-        why_not = "" if importance else "not in tune.json (too few complete trials)"
+        why_not = (
+            "as tune.json has them (study.db not read)"
+            if importance
+            else "not in tune.json (too few complete trials)"
+        )
         notes.append(
             "the incumbent line is the runs-weighted mean of each configuration's changes "
             "(study.db holds the runs that give the exact score)"
@@ -101,7 +105,10 @@ def _from_study(
     try:
         study = read_study(path)
         imp = study.importance()
-        return study.records(), imp.values, imp.why_not
+        said = imp.why_not or (
+            f"Optuna's PED-ANOVA over the {imp.trials} measured trials (the A/A left out)"
+        )
+        return study.records(), imp.values, said
     except UsageError as exc:
         notes.append(f"{exc.message}: the history is tune.json's")
         return None, {}, ""
