@@ -19,6 +19,7 @@ from tune_fixtures import (
 )
 
 from myaccel import proc
+from myaccel.actions.guard import ServerId, check_plan
 from myaccel.bench import ab
 from myaccel.errors import UsageError
 from myaccel.facts.sysroot import parse_cpu_list
@@ -182,6 +183,7 @@ def test_a_process_winner_becomes_systemd_settings_of_the_plan() -> None:
     assert got["mysql:thread_handling"][0] == "pool-of-threads"
     assert got["mysql:thread_pool_size"][0] == "2"
     assert tp.digest_ok
+    check_plan(tp, ServerId("mariadb", "10.11.19-MariaDB-0+deb12u1", "server"))  # apply takes it
 
 
 @pytest.mark.parametrize(
