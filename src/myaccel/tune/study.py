@@ -236,8 +236,14 @@ class Study:
             )
         view = optuna.create_study(direction="maximize")  # in memory: these trials only
         view.add_trials(done)
+        # a parameter that never was a change (the pool's size while the pool was off) is
+        # no explanation of anything
+        changed = sorted({k for t in done for k in (t.user_attrs.get("changes") or {})})
+        names = [p for p in done[0].params if p in changed]
+        if not names:
+            return Importance({}, len(done), "not computed: no trial changed a parameter")
         try:
-            values = dict(optuna.importance.get_param_importances(view))
+            values = dict(optuna.importance.get_param_importances(view, params=names))
         except (RuntimeError, ValueError, ZeroDivisionError) as exc:
             return Importance({}, len(done), f"not computed: {exc}")
         if not values:
