@@ -79,9 +79,13 @@ def incumbent_history(
 
 
 def incumbent(records: Sequence[TrialRecord], floor_pct: float | None) -> Incumbent | None:
-    """The incumbent after all of ``records``."""
-    history = incumbent_history(records, floor_pct)
-    return history[-1] if history else None
+    """The incumbent after all of ``records`` (each configuration scored once)."""
+    evidence: dict[str, _Evidence] = {}
+    for r in records:
+        if _counts(r):
+            n = r.sample.pairs() if r.sample is not None else 1
+            evidence.setdefault(r.key, _Evidence(None)).add(r, n)
+    return _best(evidence, {k: ev.delta_pct() for k, ev in evidence.items()}, floor_pct)
 
 
 def _best(
