@@ -9,14 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from tune_fixtures import (
-    FakeObjective,
-    fixture_facts,
-    fixture_plan,
-    fixture_space,
-    search,
-    server_knobs,
-)
+import tune_fixtures as fx
 
 from myaccel import proc
 from myaccel.actions.guard import ServerId, check_plan
@@ -44,8 +37,8 @@ PROCESS = ("server", "process")
 
 
 def test_the_space_has_the_process_layer_with_reasons() -> None:
-    facts = fixture_facts()  # 2 online CPUs (the affinity mask says 0-127), one NUMA node
-    space, _ = fixture_space(facts, fixture_plan(facts), layers=PROCESS)
+    facts = fx.fixture_facts()  # 2 online CPUs (the affinity mask says 0-127), one NUMA node
+    space, _ = fx.fixture_space(facts, fx.fixture_plan(facts), layers=PROCESS)
     assert server_cpus(facts) == [0, 1]
     assert space.dim(CPU_AFFINITY).choices == ("all", "0", "1")
     assert space.base[CPU_AFFINITY] == "all"
@@ -55,21 +48,21 @@ def test_the_space_has_the_process_layer_with_reasons() -> None:
     assert NUMA_POLICY not in space.names()
     assert "1 NUMA node" in space.left_out[NUMA_POLICY]
     assert space.changes(space.base_params()) == {}  # the plan is a point of the space
-    server_only, _ = fixture_space(facts, fixture_plan(facts))
+    server_only, _ = fx.fixture_space(facts, fx.fixture_plan(facts))
     assert not set(server_only.names()) & set(process.PROCESS_PARAMS)
     assert "--layers server,process" in server_only.left_out[CPU_AFFINITY]
 
 
 def test_numa_policy_only_with_several_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    facts = fixture_facts()
+    facts = fx.fixture_facts()
     nodes = [NumaNode(node=i, cpus=str(i), cpu_count=1) for i in (0, 1)]
     cpu = facts.cpu.model_copy(update={"numa_nodes": known(nodes, "test")})
     two = facts.model_copy(update={"cpu": cpu})
     monkeypatch.setattr(proc, "which", lambda name: f"/usr/bin/{name}")
-    space, _ = fixture_space(two, fixture_plan(two), layers=PROCESS)
+    space, _ = fx.fixture_space(two, fx.fixture_plan(two), layers=PROCESS)
     assert space.dim(NUMA_POLICY).choices == ("default", "interleave")
     monkeypatch.setattr(proc, "which", lambda name: None)
-    space, _ = fixture_space(two, fixture_plan(two), layers=PROCESS)
+    space, _ = fx.fixture_space(two, fx.fixture_plan(two), layers=PROCESS)
     assert "numactl is not installed" in space.left_out[NUMA_POLICY]
 
 
@@ -83,8 +76,8 @@ def test_contiguous_cpu_sets() -> None:
 
 
 def test_the_pool_size_is_a_change_only_with_the_pool() -> None:
-    facts = fixture_facts()
-    space, _ = fixture_space(facts, fixture_plan(facts), layers=PROCESS)
+    facts = fx.fixture_facts()
+    space, _ = fx.fixture_space(facts, fx.fixture_plan(facts), layers=PROCESS)
     params = {**space.base_params(), THREAD_POOL_SIZE: 3}
     assert space.changes(params) == {}  # one thread per connection: the size does nothing
     params[THREAD_HANDLING] = "pool-of-threads"
@@ -102,8 +95,8 @@ def _process_gain(changes: Mapping[str, str]) -> float:
 
 
 def test_a_search_with_the_process_layer_keeps_every_limit(tmp_path: Path) -> None:
-    obj = FakeObjective(effect=_process_gain)
-    ran = search(
+    obj = fx.FakeObjective(effect=_process_gain)
+    ran = fx.search(
         tmp_path / "s",
         obj,
         Budget(trials=12, final_runs=5, max_pairs=3),
@@ -124,8 +117,8 @@ def test_a_search_with_the_process_layer_keeps_every_limit(tmp_path: Path) -> No
 
 
 def test_constraint_refuses_cpus_the_server_cannot_use() -> None:
-    facts = fixture_facts()
-    _, constraint = fixture_space(facts, fixture_plan(facts), layers=PROCESS)
+    facts = fx.fixture_facts()
+    _, constraint = fx.fixture_space(facts, fx.fixture_plan(facts), layers=PROCESS)
     assert constraint.check({CPU_AFFINITY: "1"}).ok
     v = constraint.check({CPU_AFFINITY: "2-3"})
     assert not v.ok and "not available to the server" in v.reason
@@ -155,12 +148,12 @@ def test_launch_prefix_is_the_candidate_arms_only(
 def test_option_file_leaves_the_launch_parameters_out(tmp_path: Path) -> None:
     from myaccel.tune.sandbox_objective import SandboxObjective
 
-    facts = fixture_facts()
+    facts = fx.fixture_facts()
     obj = SandboxObjective(
         sandbox=None,  # type: ignore[arg-type]  # option files only
-        plan=fixture_plan(facts),
+        plan=fx.fixture_plan(facts),
         facts=facts,
-        server_knobs=server_knobs(),
+        server_knobs=fx.server_knobs(),
         out=tmp_path / "trials",
         progress=None,  # type: ignore[arg-type]
         command=[],
@@ -172,11 +165,11 @@ def test_option_file_leaves_the_launch_parameters_out(tmp_path: Path) -> None:
 
 
 def test_a_process_winner_becomes_systemd_settings_of_the_plan() -> None:
-    facts = fixture_facts()
+    facts = fx.fixture_facts()
     tp = tuned_plan(
-        fixture_plan(facts),
+        fx.fixture_plan(facts),
         {CPU_AFFINITY: "1", THREAD_HANDLING: "pool-of-threads", THREAD_POOL_SIZE: "2"},
-        server_knobs(),
+        fx.server_knobs(),
     )
     got = {r.target: (r.proposed, r.layer) for r in tp.recommendations}
     assert got["systemd:server/CPUAffinity"] == ("1", "numa")
