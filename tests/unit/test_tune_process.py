@@ -191,3 +191,12 @@ def test_layers_are_checked(layers: tuple[str, ...], ok: bool) -> None:
     else:
         with pytest.raises(UsageError):
             check_request(req)
+
+
+def test_no_thread_pool_search_where_the_pool_is_a_plugin() -> None:
+    from myaccel.knobs.catalog import Catalog
+
+    mysql = Catalog.load().for_server("mysql", "9.7.0")
+    why = process._pool_left_out(mysql)
+    assert why is not None and "thread pool" in why
+    assert process._pool_left_out(fx.server_knobs()) is None  # MariaDB 10.11 has one
