@@ -1,6 +1,7 @@
-"""`myaccel tune` on a real MariaDB sandbox, shortened: one knob, one screening trial of
-1-second runs on 1,000 rows, the A/A noise floor and the final interleaved A/B of 5 runs per
-arm; it ends with a verdict, and its plan.json is a plan `apply` takes."""
+"""`myaccel tune` on a real MariaDB sandbox, shortened: one knob and the process layer, one
+screening trial of 1-second runs on 1,000 rows, the A/A noise floor and the final interleaved
+A/B of 5 runs per arm; it ends with a verdict and its report, and its plan.json is a plan
+`apply` takes."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def test_tune_short_run_ends_with_a_verdict_and_an_applicable_plan(
     out = tmp_path / "tune"
     args = ["tune", "--sandbox", sandbox_env.name, *SHORT, "--trials", "1"]
     args += ["--knob", "innodb_io_capacity", "--no-ablation", "--out", str(out)]
+    args += ["--layers", "server,process"]
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.stderr
     assert "**Verdict:** " in r.stdout
@@ -55,6 +57,11 @@ def test_tune_short_run_ends_with_a_verdict_and_an_applicable_plan(
         cmp = json.loads(Path(str(result.final.comparison)).read_text())
         assert cmp["schema_version"] == "myaccel.comparison/1"
     assert (out / "study.db").is_file() and (out / "tune.md").is_file()
+    assert {"innodb_io_capacity", "thread_handling"} <= set(result.searched)
+    assert result.layers == ["server", "process"]
+    assert "numa_policy" in result.searched or "NUMA" in result.left_out["numa_policy"]
+    report = (out / "report.md").read_text()
+    assert "## Tuning" in report and f"**Verdict:** {result.verdict}" in report
     plan = load(out / "plan.json", Plan)
     assert plan.digest_ok
     assert sandbox_env.is_running()  # back on its own configuration

@@ -23,6 +23,7 @@ from myaccel.rules.knobview import knob_view_for
 from myaccel.rules.model import Plan
 from myaccel.tune.constraint import Constraint, plan_values
 from myaccel.tune.objective import Sample
+from myaccel.tune.process import with_layers
 from myaccel.tune.result import TrialRow
 from myaccel.tune.search import Budget, Outcome, Search
 from myaccel.tune.space import Space, build_space, cap_dim
@@ -48,11 +49,16 @@ def server_knobs() -> ServerKnobs:
 
 
 def fixture_space(
-    facts: Facts, plan: Plan, durability: str = "strict", only: tuple[str, ...] = ()
+    facts: Facts,
+    plan: Plan,
+    durability: str = "strict",
+    only: tuple[str, ...] = (),
+    layers: tuple[str, ...] = ("server",),
 ) -> tuple[Space, Constraint]:
     assert facts.server is not None
     base = {**(facts.server.variables.value or {}), **plan_values(plan)}
     space = build_space(server_knobs(), base, durability=durability, only=only)
+    space = with_layers(space, layers, facts, server_knobs(), base)
     constraint = Constraint(facts=facts, plan=plan, durability=durability)
     top = constraint.largest_buffer_pool()
     if top is not None:
@@ -132,11 +138,12 @@ def search(
     facts: Facts | None = None,
     durability: str = "strict",
     only: tuple[str, ...] = (),
+    layers: tuple[str, ...] = ("server",),
 ) -> Ran:
     """One search: opened, run, closed."""
     f = facts or fixture_facts()
     plan = fixture_plan(f, durability)
-    space, constraint = fixture_space(f, plan, durability, only)
+    space, constraint = fixture_space(f, plan, durability, only, layers)
     rec = Recorder()
     with Study.open(out, resume=resume, seed=seed, startup_trials=3) as study:
         s = Search(

@@ -57,6 +57,7 @@ class Arm:
     config: Path | None = None
     sets: dict[str, str] = field(default_factory=dict)
     basedir: Path | None = None
+    launch: tuple[str, ...] = ()  # argv prefix the arm's server starts under (tune: taskset)
 
     def describe(self) -> dict[str, Any]:
         digest = None
@@ -67,17 +68,21 @@ class Arm:
             "config_sha256": digest,
             "sets": dict(self.sets),
             "basedir": str(self.basedir) if self.basedir else None,
+            **({"launch": list(self.launch)} if self.launch else {}),
         }
 
     def options(self) -> ServerOptions:
         """What the sandbox starts with for this arm."""
         return ServerOptions(self.config, self.sets, self.basedir)
 
-    def key(self) -> tuple[str | None, tuple[tuple[str, str], ...], str | None]:
+    def key(
+        self,
+    ) -> tuple[str | None, tuple[tuple[str, str], ...], str | None, tuple[str, ...]]:
         return (
             str(self.config) if self.config else None,
             tuple(sorted(self.sets.items())),
             str(self.basedir) if self.basedir else None,
+            self.launch,
         )
 
 
@@ -188,7 +193,7 @@ def run_campaign(
                 sb.stop()
                 if writes:
                     sb.snapshot_restore(SNAPSHOT)
-                sb.start(arm.options())
+                sb.start(arm.options(), wrapper=arm.launch)
                 current = arm.key()
                 ctx.server_pid = sb.pid
                 if plan.prewarm:

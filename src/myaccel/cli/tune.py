@@ -109,7 +109,8 @@ class TuneTerminalProgress(TerminalProgress):
     "--layers",
     default="server",
     show_default=True,
-    help="Layers searched (server; the process layer is not implemented yet).",
+    help="Layers searched: server, or server,process (CPU affinity of the server, NUMA "
+    "policy on hosts with several nodes, the thread pool where the server has one).",
 )
 @click.option("--knob", multiple=True, metavar="NAME", help="Search only this knob (repeatable).")
 @click.option("--seed", type=ranges.SEED, default=0, show_default=True, help="TPE sampler seed.")
@@ -201,5 +202,9 @@ def tune(opts: TuneOptions) -> None:
     text = format_markdown(result)
     write_output(Path(result.plan).parent / "tune.md", text)
     click.echo(text, nl=False)
-    click.echo(f"results: {Path(result.plan).parent}")
+    out = Path(result.plan).parent
+    click.echo(f"results: {out}")
+    from myaccel.cli.report import report_after_run
+
+    report_after_run([out], out)
     click.echo(f"duration: {time.monotonic() - t0:.0f} s")

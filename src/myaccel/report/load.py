@@ -30,6 +30,7 @@ from myaccel.model import Facts
 from myaccel.paths import entries
 from myaccel.profile.records import Profile
 from myaccel.rules.model import Plan
+from myaccel.tune.result import TuneResult
 
 # Where each kind of artifact goes in ``Artifacts``; its schemas come from the registry.
 _LISTS: dict[type[BaseModel], str] = {
@@ -41,6 +42,7 @@ _LISTS: dict[type[BaseModel], str] = {
     Comparison: "comparisons",
     Profile: "profiles",
     Workload: "workloads",
+    TuneResult: "tunes",
 }
 # Documents shown as they are, unvalidated (a manifest cut short still shows what it has).
 GENERIC_PREFIXES = ("myaccel.build",)
@@ -71,6 +73,7 @@ class Artifacts:
     comparisons: list[Loaded[Comparison]] = field(default_factory=list)
     profiles: list[Loaded[Profile]] = field(default_factory=list)
     workloads: list[Loaded[Workload]] = field(default_factory=list)  # captures
+    tunes: list[Loaded[TuneResult]] = field(default_factory=list)  # tune.json of `tune`
     builds: list[Loaded[dict[str, Any]]] = field(default_factory=list)
     candidate_configs: list[Path] = field(default_factory=list)  # tuned.cnf of accelerate
     notes: list[str] = field(default_factory=list)  # unreadable or damaged files
@@ -88,6 +91,7 @@ class Artifacts:
                 self.comparisons,
                 self.profiles,
                 self.workloads,
+                self.tunes,
                 self.builds,
             )
         )
@@ -200,7 +204,47 @@ def load_artifacts(paths: Sequence[Path]) -> Artifacts:
             "`build` (it holds facts.json, plan.json, run-*.json, comparison.json, ...)",
         )
     _dedupe(arts)
+    _tune_studies(arts)
     return arts
+
+
+def _tune_studies(arts: Artifacts) -> None:
+    """A `tune` results directory holds a campaign per trial (OUT/trials/trial-NNN) and the
+    rules' plan it started from: the report shows the study (its own section), the final
+    A/B as an experiment and the plan to apply; the other trials stay in the study."""
+    if not arts.tunes:
+        return
+    finals = {
+        Path(t.doc.final.comparison).parent.resolve()
+        for t in arts.tunes
+        if t.doc.final and t.doc.final.comparison
+    }
+    trial_dirs = [t.path.parent.resolve() / "trials" for t in arts.tunes]
+
+    def keep(path: Path) -> bool:
+        p = path.resolve()
+        if not any(p.is_relative_to(d) for d in trial_dirs):
+            return True
+        return any(p.is_relative_to(f) for f in finals)
+
+    for name in ("runs", "campaigns", "comparisons"):
+        setattr(arts, name, [x for x in getattr(arts, name) if keep(x.path)])
+    rules_plans = {t.path.parent.resolve() / "rules-plan.json" for t in arts.tunes}
+    arts.plans = [p for p in arts.plans if p.path.resolve() not in rules_plans]
+    for t in arts.tunes:  # the option file the plan to apply was measured with
+        cnf = _measured_config(t)
+        if cnf.is_file() and cnf not in arts.candidate_configs:
+            arts.candidate_configs.append(cnf)
+
+
+def _measured_config(t: Loaded[TuneResult]) -> Path:
+    """The winner's option file when it won the final A/B (plan.json is the plan with its
+    changes), else the plan's (plan.json is the rules' plan)."""
+    configs = t.path.parent / "configs"
+    f = t.doc.final
+    if t.doc.improved and f is not None and f.comparison:
+        return configs / f"{Path(f.comparison).parent.name}.cnf"
+    return configs / "plan.cnf"
 
 
 def _dedupe(arts: Artifacts) -> None:
@@ -214,6 +258,7 @@ def _dedupe(arts: Artifacts) -> None:
         "comparisons",
         "profiles",
         "workloads",
+        "tunes",
         "builds",
     ):
         items: list[Loaded[Any]] = getattr(arts, name)

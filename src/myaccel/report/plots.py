@@ -26,6 +26,7 @@ from myaccel.report.content import (
     ArmPoint,
     Experiment,
     MicroRow,
+    TuneView,
     arm_points,
     representative_run,
 )
@@ -378,11 +379,96 @@ def microarch_plot(rows: Sequence[MicroRow], labels: Sequence[str], prefix: str)
         return _svg(fig, prefix, "Micro-architecture metrics normalized to the baseline")
 
 
+STAGE_COLORS = {
+    "plan": "#7f8c8d",
+    "screen": "#4a6fa5",
+    "confirm": "#e07b39",
+    "final": "#2e8540",
+    "ablation": "#9b59b6",
+}
+
+
+def tune_history(view: TuneView, prefix: str) -> str | None:
+    """Each trial's change against the plan by trial number, coloured by stage; pruned
+    and failed trials as ticks on the axis; the incumbent as a step line; the noise floor
+    as a band around the plan (0%)."""
+    pts = view.history
+    if not pts:
+        return None
+    measured = [p for p in pts if p.state == "COMPLETE" and p.delta_pct is not None]
+    with _style():
+        fig, ax = plt.subplots(figsize=(8.4, 3.4))
+        if view.floor_pct:
+            ax.axhspan(-view.floor_pct, view.floor_pct, color="#eeeeee", lw=0, zorder=0)
+        ax.axhline(0, color="#555555", lw=0.9, zorder=1)
+        for stage, color in STAGE_COLORS.items():
+            mine = [p for p in measured if p.stage == stage]
+            if mine:
+                ax.scatter(
+                    [p.number for p in mine],
+                    [p.delta_pct or 0.0 for p in mine],
+                    s=22,
+                    color=color,
+                    label=stage,
+                    zorder=3,
+                )
+        ys = [float(p.delta_pct) for p in measured if p.delta_pct is not None] + [0.0]
+        bottom = min(ys) - 0.08 * ((max(ys) - min(ys)) or 1.0)
+        for state, marker, color in (("PRUNED", "|", "#aaaaaa"), ("FAIL", "x", "#c0392b")):
+            mine = [p for p in pts if p.state == state]
+            if mine:
+                label = "pruned (infeasible)" if state == "PRUNED" else "failed"
+                ax.scatter(
+                    [p.number for p in mine],
+                    [bottom] * len(mine),
+                    marker=marker,
+                    color=color,
+                    label=label,
+                    zorder=2,
+                )
+        ax.step(
+            [p.number for p in pts],
+            [p.incumbent_pct for p in pts],
+            where="post",
+            color="#222222",
+            lw=1.4,
+            label="incumbent",
+            zorder=4,
+        )
+        ax.set_xlabel("trial")
+        ax.set_ylabel("change vs the plan, %")
+        if view.floor_pct:
+            ax.plot([], [], color="#eeeeee", lw=6, label=f"noise floor ±{view.floor_pct:.1f}%")
+        ax.legend(loc="upper center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, 1.22))
+        fig.tight_layout()
+        return _svg(fig, prefix, "Optimization history: each trial against the plan")
+
+
+def importance_plot(view: TuneView, prefix: str) -> str | None:
+    rows = view.importances[:12]
+    if not rows:
+        return None
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.2, 0.3 * len(rows) + 1.0))
+        ys = list(range(len(rows) - 1, -1, -1))
+        ax.barh(ys, [v for _, v in rows], color=ARM_COLORS[0], height=0.7)
+        for y, (_, v) in zip(ys, rows, strict=True):
+            ax.text(v, y, f" {v:.2f}", va="center", fontsize=7)
+        ax.set_yticks(ys)
+        ax.set_yticklabels([n for n, _ in rows])
+        ax.set_xlabel("importance (PED-ANOVA, normalized to sum to 1)")
+        ax.grid(axis="y", visible=False)
+        fig.tight_layout()
+        return _svg(fig, prefix, "Parameter importances")
+
+
 __all__ = [
     "ArmPoint",
     "forest_plot",
+    "importance_plot",
     "microarch_plot",
     "strip_plot",
     "time_series",
     "tps_vs_threads",
+    "tune_history",
 ]

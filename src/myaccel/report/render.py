@@ -138,6 +138,42 @@ def _profile_figures(content: ReportContent) -> list[ProfileFigures]:
     return out
 
 
+_HISTORY_CAPTION = (
+    "Each trial's change against the rules' plan (interleaved runs, Hodges-Lehmann shift), "
+    "coloured by stage; grey band: the noise floor from the A/A; black steps: the incumbent "
+    "(the best configuration on all its runs so far; 0% while the plan is still the best known)."
+)
+_IMPORTANCE_CAPTION = (
+    "Optuna's importance evaluator (PED-ANOVA) over the study's complete trials: how much "
+    "each searched parameter matters for reaching the best trials' scores. On few, noisy "
+    "trials this is a hint, not a measurement (the ablation measures)."
+)
+
+
+def _tune_figures(content: ReportContent) -> list[list[Figure]]:
+    from myaccel.report import plots
+
+    out: list[list[Figure]] = []
+    for i, tv in enumerate(content.tunes):
+        drawn = (
+            ("history", "Optimization history", _HISTORY_CAPTION, plots.tune_history(tv, f"t{i}h")),
+            (
+                "importance",
+                "Parameter importances",
+                _IMPORTANCE_CAPTION,
+                plots.importance_plot(tv, f"t{i}imp"),
+            ),
+        )
+        out.append(
+            [
+                Figure(f"fig-tune-{i}-{name}", title, Markup(svg), caption)
+                for name, title, caption, svg in drawn
+                if svg
+            ]
+        )
+    return out
+
+
 def _micro_figure(content: ReportContent) -> Markup | None:
     from myaccel.report import plots
 
@@ -165,6 +201,7 @@ def render_html(content: ReportContent) -> str:
         figures=_figures(content),
         pfigs=_profile_figures(content),
         micro_svg=_micro_figure(content),
+        tfigs=_tune_figures(content),
         css=Markup(css),
         js=Markup(js),
     )

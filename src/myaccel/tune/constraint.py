@@ -1,5 +1,5 @@
-"""The hard limits of a trial: the memory budget (the rules' own sum) and the durability
-promise.
+"""The hard limits of a trial: the memory budget (the rules' own sum), the durability
+promise and, for the process layer, CPUs the server may use.
 
 A configuration is measured only when both hold; one that breaks either is recorded as a
 pruned trial with the reason and never reaches the server. The memory sum is the one the
@@ -17,6 +17,7 @@ from myaccel.knobs.catalog import Catalog
 from myaccel.model import Facts
 from myaccel.rules.base import RuleContext, Skip
 from myaccel.rules.model import MemoryBudget, Plan, target_knob
+from myaccel.tune.process import check_changes, server_changes, server_cpus
 from myaccel.units import format_gib
 
 
@@ -68,7 +69,10 @@ class Constraint:
         bad = durability_changes(changes) if self.durability != "relaxed" else []
         if bad:
             return Verdict(False, f"durability knob(s) {', '.join(bad)} under --durability strict")
-        m = self.memory(changes)
+        why = check_changes(changes, server_cpus(self.facts))
+        if why:
+            return Verdict(False, why)
+        m = self.memory(server_changes(changes))
         if m is None:
             return Verdict(False, "memory budget unknown (no memory or server facts)")
         if not m.within:

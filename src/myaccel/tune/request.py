@@ -12,7 +12,7 @@ from myaccel.bench.session import BenchProgress
 from myaccel.tune.result import TrialRow
 from myaccel.tune.search import Budget
 
-LAYERS = ("server",)  # the process layer (CPU affinity, NUMA policy) is not searched yet
+LAYERS = ("server", "process")  # process: CPU affinity, NUMA policy, thread pool (tune.process)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from myaccel.artifacts import artifact
 from myaccel.knobs.server_knobs import ServerKnobs
 from myaccel.model import Frozen
 from myaccel.rules.model import Plan, Recommendation, target_knob
+from myaccel.tune.process import plan_target
 
 TUNE_SCHEMA = "myaccel.tune/1"
 
@@ -66,6 +67,7 @@ class TuneResult(Frozen):
     target: str  # sandbox name or basedir
     durability: str
     workload: list[str]
+    layers: list[str] = Field(default_factory=lambda: ["server"])  # server, process
     searched: list[str]
     left_out: dict[str, str] = Field(default_factory=dict)
     noise: NoiseRow | None = None
@@ -132,13 +134,18 @@ def _measured(
 def _new(
     name: str, value: str, sk: ServerKnobs | None, evidence: Mapping[str, str] | None
 ) -> Recommendation:
+    """A knob the rules left alone, or a process-layer winner (CPU affinity, NUMA policy:
+    a setting of the server's systemd unit; on the sandbox, `tune` started the server
+    under taskset or numactl)."""
+    launch = plan_target(name)
     dynamic = sk.dynamic(name) if sk is not None and sk.exists(name) else False
-    durable = sk is not None and sk.knob(name).spec.durability
+    durable = launch is None and sk is not None and sk.knob(name).spec.durability
+    target, layer = launch or (f"mysql:{name}", "server")
     return Recommendation(
         id=f"tune-{name.replace('_', '-')}",
-        layer="server",
+        layer=layer,
         title=f"Set {name} to the measured best",
-        target=f"mysql:{name}",
+        target=target,
         current=None,
         proposed=value,
         rationale="measured by myaccel tune: part of the configuration that beat the plan",
@@ -146,7 +153,7 @@ def _new(
         expected_effect="see tune.json (final A/B and ablation)",
         effect_source="myaccel tune: interleaved A/B against the rules' plan",
         risk="durability" if durable else ("online" if dynamic else "restart"),
-        verify=f"SELECT @@{name}",
+        verify=f"SELECT @@{name}" if launch is None else "/proc/PID/status Cpus_allowed_list",
         group="durability" if durable else "default",
         confidence="medium",
     )

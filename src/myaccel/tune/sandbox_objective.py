@@ -4,7 +4,9 @@ from its snapshot before every write run, ABBA order, paired seeds, prewarm afte
 and its comparison (``compare_runs``, written as ``comparison.json`` next to the runs).
 
 Option files are the `accelerate` candidate file (``accelerate.candidate.write_candidate``)
-of the plan with the trial's changes: the plan's server layer plus the trial's values.
+of the plan with the trial's changes: the plan's server layer plus the trial's values. The
+process layer's CPU affinity and NUMA policy are the candidate arm's start prefix
+(``tune.process.launch_prefix``), never the plan arm's.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from myaccel.model import Facts
 from myaccel.rules.model import Plan
 from myaccel.server.sandbox import Sandbox
 from myaccel.tune.objective import Sample
+from myaccel.tune.process import launch_prefix, server_changes
 from myaccel.tune.result import tuned_plan
 
 
@@ -44,7 +47,8 @@ class SandboxObjective:
     def option_file(self, changes: Mapping[str, str], path: Path) -> Path:
         """The plan's server layer with ``changes``, written to ``path``."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_candidate(tuned_plan(self.plan, changes, self.server_knobs), self.facts, path)
+        plan = tuned_plan(self.plan, server_changes(changes), self.server_knobs)
+        write_candidate(plan, self.facts, path)
         return path
 
     def plan_arm(self) -> ab.Arm:
@@ -55,7 +59,9 @@ class SandboxObjective:
         cfg = self.option_file(changes, self.out.parent / "configs" / f"{label}.cnf")
         arms = {
             "baseline": self.plan_arm(),
-            "candidate": ab.Arm("candidate", config=cfg, basedir=self.basedir),
+            "candidate": ab.Arm(
+                "candidate", config=cfg, basedir=self.basedir, launch=launch_prefix(changes)
+            ),
         }
         assert self.ready is not None, "prepare the dataset first (bench.ab.prepare_dataset)"
         ready = replace(self.ready, profile=replace(self.ready.profile, runs_per_arm=pairs))

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Protocol
 from myaccel.errors import MyaccelError, NoValidRuns, UsageError
 from myaccel.tune.constraint import Constraint
 from myaccel.tune.halving import Halving
+from myaccel.tune.history import incumbent
 from myaccel.tune.noise import NoiseFloor, noise_floor
-from myaccel.tune.objective import Objective, Sample, Score, score
+from myaccel.tune.objective import Objective, Score, score
 from myaccel.tune.result import AblationRow, FinalAb, TrialRow
 from myaccel.tune.space import ParamValue, Space, value_text
 from myaccel.tune.study import Study, TrialRecord, config_key
@@ -346,30 +347,17 @@ class Search:
     def incumbent(self, rows: list[TrialRow] | None = None) -> TrialRow | None:
         """The configuration with the best score on all its runs (screens, confirmations,
         the final A/B), when that beats the noise floor; None: the plan is still the best
-        known."""
-        by_key: dict[str, Sample] = {}
-        for r in self.study.records():
-            if (
-                r.state == "COMPLETE"
-                and r.stage in ("screen", "confirm", "final")
-                and r.sample is not None
-                and r.changes
-            ):
-                by_key[r.key] = by_key.get(r.key, Sample()).merged(r.sample)
-        if not by_key:
-            return None
-        best_key = max(by_key, key=lambda k: score(by_key[k]).delta_pct)
-        s = by_key[best_key]
-        sc = score(s)
-        if self._floor_pct is None or sc.delta_pct <= self._floor_pct:
+        known (``history.incumbent``)."""
+        best = incumbent(self.study.records(), self._floor_pct)
+        if best is None:
             return None
         return TrialRow(
             number=-1,
             state="COMPLETE",
             stage="incumbent",
-            changes=json.loads(best_key),
-            delta_pct=sc.delta_pct,
-            runs_per_arm=s.pairs(),
+            changes=best.changes,
+            delta_pct=best.delta_pct,
+            runs_per_arm=best.runs_per_arm,
         )
 
 

@@ -33,6 +33,7 @@ from myaccel.paths import myaccel_home
 from myaccel.rules.model import Plan
 from myaccel.server.sandbox import Sandbox
 from myaccel.tune.constraint import Constraint, plan_values
+from myaccel.tune.process import with_layers
 from myaccel.tune.request import LAYERS, TuneProgress, TuneRequest
 from myaccel.tune.result import NoiseRow, TuneResult, now_iso, tuned_plan
 from myaccel.tune.sandbox_objective import SandboxObjective
@@ -47,8 +48,13 @@ def check_request(req: TuneRequest) -> None:
     bad = [lay for lay in req.layers if lay not in LAYERS]
     if bad:
         raise UsageError(
-            f"layer(s) {', '.join(bad)} cannot be searched yet",
-            hint="use --layers server (the process layer is not implemented)",
+            f"unknown layer(s) {', '.join(bad)}",
+            hint="use --layers server or --layers server,process",
+        )
+    if "server" not in req.layers:
+        raise UsageError(
+            "--layers must include server: every trial is a server configuration",
+            hint="use --layers server or --layers server,process",
         )
     if req.durability not in ("strict", "relaxed"):
         raise UsageError(
@@ -152,6 +158,7 @@ def _space(req: TuneRequest, facts: Facts, plan: Plan, sk: ServerKnobs) -> tuple
             hint="see docs/tuning.md for the knobs tune searches",
         )
     space = build_space(sk, base, durability=req.durability, only=req.knobs)
+    space = with_layers(space, req.layers, facts, sk, base)
     if not space.dims:
         raise UsageError(
             "nothing to search: no searchable knob is left",
@@ -173,11 +180,36 @@ def _write(
         else plan
     )
     save(out / "plan.json", chosen)
-    result = TuneResult(
-        created_at=now_iso(),
+    result = tune_result(
+        o,
+        space,
+        out,
         target=req.sandbox,
         durability=req.durability,
         workload=[f"{w}@{t}" for w, t in req.profile.cells],
+        layers=list(req.layers),
+    )
+    save(out / "tune.json", result, private=True)
+    return result
+
+
+def tune_result(
+    o: Outcome,
+    space: Space,
+    out: Path,
+    *,
+    target: str,
+    durability: str,
+    workload: list[str],
+    layers: list[str],
+) -> TuneResult:
+    """``tune.json`` of a search's outcome (``out``: the results directory)."""
+    return TuneResult(
+        created_at=now_iso(),
+        target=target,
+        durability=durability,
+        workload=workload,
+        layers=layers,
         searched=space.names(),
         left_out=space.left_out,
         noise=NoiseRow(
@@ -198,5 +230,3 @@ def _write(
         study=str(out / "study.db"),
         plan=str(out / "plan.json"),
     )
-    save(out / "tune.json", result, private=True)
-    return result

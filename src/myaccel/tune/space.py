@@ -41,6 +41,7 @@ class Dim:
     unit: int = 1
     choices: tuple[str, ...] = ()
     durability: bool = False
+    needs: tuple[str, str] | None = None  # (dim, value): a change only while that dim has it
 
     def knob_value(self, sampled: ParamValue) -> KnobValue:
         """The knob's value for a sampled parameter."""
@@ -90,7 +91,7 @@ def _choice(name: str, *values: str) -> Dim:
 # Durability knobs (catalog ``durability``) are searched only with --durability relaxed.
 # Left out on purpose: max_connections (a capacity decision, not a speed knob),
 # innodb_io_capacity_max (the server derives it from innodb_io_capacity when unset),
-# thread_handling (the process layer).
+# thread_handling and thread_pool_size (the process layer: ``tune.process``).
 SEARCH_RANGES: dict[str, Dim] = {
     d.name: d
     for d in (
@@ -146,12 +147,20 @@ class Space:
         """The knobs whose sampled value differs from the plan's, as value texts."""
         out: dict[str, str] = {}
         for d in self.dims:
-            if d.name not in params:
+            if d.name not in params or not self._needs_met(d, params):
                 continue
             v = d.knob_value(params[d.name])
             if not _same(v, self.base[d.name]):
                 out[d.name] = value_text(v)
         return out
+
+    def _needs_met(self, d: Dim, params: Mapping[str, ParamValue]) -> bool:
+        if d.needs is None:
+            return True
+        name, value = d.needs
+        if name in params:
+            return _choice_text(self.dim(name).knob_value(params[name])) == value
+        return name in self.base and _choice_text(self.base[name]) == value
 
 
 def _same(a: KnobValue, b: KnobValue) -> bool:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 STUDY_FILE = "study.db"
 STUDY_NAME = "myaccel-tune"
+MIN_IMPORTANCE_TRIALS = 5  # measured trials; an importance over fewer says nothing
 
 
 def config_key(changes: Mapping[str, str]) -> str:
@@ -212,16 +213,71 @@ class Study:
         ]
 
     def importances(self) -> dict[str, float]:
-        """Parameter importances (fANOVA) over the completed trials; empty when too few."""
+        """Parameter importances (PED-ANOVA) over the completed trials; empty when too few."""
+        return self.importance().values
+
+    def importance(self) -> Importance:
+        """Optuna's default importance evaluator (PED-ANOVA, no extra dependency) over the
+        measured trials of the search (the plan's A/A is not a point the search chose), or
+        why not."""
         import optuna
 
-        done = [t for t in self.optuna.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
-        if len(done) < 3:
-            return {}
+        done = [
+            t
+            for t in self.optuna.get_trials(deepcopy=False)
+            if t.state.name == "COMPLETE" and t.user_attrs.get("stage") != "plan"
+        ]
+        if len(done) < MIN_IMPORTANCE_TRIALS:
+            return Importance(
+                {},
+                len(done),
+                f"not computed: {len(done)} measured trial(s) besides the A/A, the evaluator "
+                f"needs at least {MIN_IMPORTANCE_TRIALS}",
+            )
+        view = optuna.create_study(direction="maximize")  # in memory: these trials only
+        view.add_trials(done)
+        # a parameter that never was a change (the pool's size while the pool was off) is
+        # no explanation of anything
+        changed = sorted({k for t in done for k in (t.user_attrs.get("changes") or {})})
+        names = [p for p in done[0].params if p in changed]
+        if not names:
+            return Importance({}, len(done), "not computed: no trial changed a parameter")
         try:
-            return dict(optuna.importance.get_param_importances(self.optuna))
-        except (RuntimeError, ValueError, ZeroDivisionError):
-            return {}
+            values = dict(optuna.importance.get_param_importances(view, params=names))
+        except (RuntimeError, ValueError, ZeroDivisionError) as exc:
+            return Importance({}, len(done), f"not computed: {exc}")
+        if not values:
+            return Importance({}, len(done), "not computed: no parameter varied over the trials")
+        return Importance(values, len(done), "")
+
+
+@dataclass(frozen=True)
+class Importance:
+    """Parameter importances (name -> share, summing to 1) over ``trials`` complete trials;
+    ``why_not``: why there are none."""
+
+    values: dict[str, float]
+    trials: int
+    why_not: str
+
+
+def read_study(path: Path) -> Study:
+    """The study in ``path`` (``study.db``) for reading (a report): not locked, nothing
+    marked; raises ``UsageError`` when it cannot be read."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.disable_default_handler()
+    if not path.is_file():
+        raise UsageError(f"no tune study at '{path}'", hint="pass the directory `tune` wrote")
+    try:
+        study = optuna.load_study(study_name=STUDY_NAME, storage=f"sqlite:///{path}")
+    except Exception as exc:  # a damaged file, another program's database
+        raise UsageError(
+            f"'{path}' is not a readable tune study: {str(exc).splitlines()[0]}",
+            hint="the report shows tune.json without it",
+        ) from None
+    return Study(study, path)
 
 
 def suggest(trial: optuna.Trial, d: Dim) -> ParamValue:

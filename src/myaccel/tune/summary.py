@@ -11,7 +11,8 @@ def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v:+.1f}%"
 
 
-def _changes(c: dict[str, str]) -> str:
+def changes_text(c: dict[str, str]) -> str:
+    """``knob=value, ...`` (sorted), or "(the plan)" when nothing changes."""
     return ", ".join(f"{k}={v}" for k, v in sorted(c.items())) or "(the plan)"
 
 
@@ -55,14 +56,14 @@ def format_markdown(r: TuneResult, *, history_rows: int = 60) -> str:
             co = _pct(a.contribution_pct) if a else ""
             out.append(f"| {k} | {plan_v} | {v} | {wo} | {co} |")
     if r.importances:
-        out += ["", "## Parameter importances (fANOVA over the trials)", ""]
+        out += ["", "## Parameter importances (Optuna's PED-ANOVA over the trials)", ""]
         out += [
             f"- {k}: {v:.2f}" for k, v in sorted(r.importances.items(), key=lambda kv: -kv[1])[:10]
         ]
     out += ["", "## Trials", "", "| # | stage | state | runs/arm | vs plan | changes |"]
     out.append("|---:|---|---|---:|---:|---|")
     for t in r.trials[-history_rows:]:
-        what = t.note if t.state != "COMPLETE" and t.note else _changes(t.changes)
+        what = t.note if t.state != "COMPLETE" and t.note else changes_text(t.changes)
         out.append(
             f"| {t.number} | {t.stage}{f' r{t.rung}' if t.stage == 'confirm' else ''} | "
             f"{t.state.lower()} | {t.runs_per_arm} | {_pct(t.delta_pct)} | {what} |"

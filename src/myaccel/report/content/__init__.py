@@ -7,7 +7,7 @@ The HTML and Markdown templates render these objects; numbers are formatted by
 
 One module per section family: ``experiments`` (runs, comparisons, per-arm statistics,
 headlines), ``plans`` (the plan and the journals), ``environment``, ``profiles``,
-``builds``, ``workloads`` (captures), and ``summary`` for what spans them (what was done, warnings, what is missing).
+``builds``, ``workloads`` (captures), ``tuning`` (a `tune` study), and ``summary`` for what spans them (what was done, warnings, what is missing).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from myaccel.report.content.summary import (
     report_title,
     validity_warnings,
 )
+from myaccel.report.content.tuning import TuneView, tune_done, tune_views
 from myaccel.report.content.workloads import WorkloadView, workload_views
 from myaccel.report.load import Artifacts
 
@@ -73,6 +74,7 @@ class ReportContent:
     micro_source: str
     builds: list[BuildView]
     workloads: list[WorkloadView]
+    tunes: list[TuneView]
     warnings: list[str]
     missing: list[str]
     sources: list[str]
@@ -89,10 +91,12 @@ def build_content(arts: Artifacts) -> ReportContent:
     headlines, geomean = cell_headlines(exps)
 
     micro_rows, micro_labels, micro_source = microarch_rows(profs)
+    tunes = tune_views(arts)
     return ReportContent(
-        title=report_title(exps, profs, builds),
+        title="myaccel tune report" if tunes else report_title(exps, profs, builds),
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        done=done_lines(exps, facts, plans, journals, profs, builds),
+        done=done_lines(exps, facts, plans, journals, profs, builds)
+        + [tune_done(t) for t in tunes],
         headlines=headlines,
         geomean=geomean,
         not_applied=not_applied_rows(plans),
@@ -110,6 +114,7 @@ def build_content(arts: Artifacts) -> ReportContent:
         micro_source=micro_source,
         builds=builds,
         workloads=workload_views(arts),
+        tunes=tunes,
         warnings=validity_warnings(exps, arts, facts, plans),
         missing=missing_lines(exps, facts, plans, profs, builds, runs_all),
         sources=[str(p) for p in arts.roots],
@@ -122,6 +127,7 @@ __all__ = [
     "Experiment",
     "MicroRow",
     "ReportContent",
+    "TuneView",
     "arm_points",
     "build_content",
     "median_ci",
