@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Generic, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
+
+if TYPE_CHECKING:
+    from myaccel.errors import MyaccelError
 
 T = TypeVar("T")
 
@@ -24,6 +27,19 @@ def entries(directory: Path) -> list[Path]:
         return sorted(directory.iterdir())
     except OSError:
         return []
+
+
+def existing_dir(
+    path: str | Path, what: str, error: type[MyaccelError], *, hint: str, not_dir_hint: str
+) -> Path:
+    """``path`` (a user's argument naming ``what``) when it is a directory; else ``error``
+    with ``hint`` (nothing there) or ``not_dir_hint`` (something else there)."""
+    p = Path(path)
+    if not p.exists():
+        raise error(f"{what} '{path}' does not exist", hint=hint)
+    if not p.is_dir():
+        raise error(f"{what} '{path}' is not a directory", hint=not_dir_hint)
+    return p
 
 
 class Below:

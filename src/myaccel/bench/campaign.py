@@ -36,6 +36,7 @@ from myaccel.bench.runner import (
 )
 from myaccel.bench.sysbench_output import parse_output
 from myaccel.errors import MyaccelError, UsageError
+from myaccel.model import same_named
 from myaccel.server.connection import ConnectParams, connect, query_rows
 
 EventFn = Callable[[str], None]
@@ -200,18 +201,8 @@ def measure_run(
     write_text(out_file, raw.output, private=True)
 
     summary = _run_summary(parsed.summary) if parsed.summary is not None else None
-    series = [
-        SeriesPoint(
-            t_s=i.t_s,
-            tps=i.tps,
-            qps=i.qps,
-            latency_ms_pct=i.latency_ms_pct,
-            err_per_s=i.err_per_s,
-            reconn_per_s=i.reconn_per_s,
-            threads=i.threads,
-        )
-        for i in parsed.intervals
-    ]
+    # A series point is an interval report's fields under the same names.
+    series = [SeriesPoint(**same_named(i, SeriesPoint.model_fields)) for i in parsed.intervals]
 
     reasons: list[str] = []
     warnings: list[str] = []

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from myaccel.build.errors import TreeError
+from myaccel.paths import existing_dir
 
 Flavor = Literal["mariadb", "mysql", "percona", "kvlab"]
 CachelineMode = Literal["cmake", "cmake+define", "patch"]
@@ -410,18 +411,13 @@ def _is_percona(tree: Path, kv: dict[str, str]) -> bool:
 
 def detect_tree(path: str | Path) -> SourceTree:
     """Identify the tree at ``path``; a clear ``TreeError`` for anything unsupported."""
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise TreeError(
-            f"source directory '{path}' does not exist",
-            hint="pass the top directory of an unpacked MariaDB/MySQL source (with CMakeLists.txt)",
-        )
-    if not p.is_dir():
-        raise TreeError(
-            f"source '{path}' is not a directory",
-            hint="unpack the source tarball first (tar xf ...) and pass its top directory",
-        )
-    p = p.resolve()
+    p = existing_dir(
+        Path(path).expanduser(),
+        "source",
+        TreeError,
+        hint="pass the top directory of an unpacked MariaDB/MySQL source (with CMakeLists.txt)",
+        not_dir_hint="unpack the source tarball first (tar xf ...) and pass its top directory",
+    ).resolve()
     if not (p / "CMakeLists.txt").is_file():
         raise TreeError(
             f"'{p}' is not a CMake source tree (no CMakeLists.txt)",

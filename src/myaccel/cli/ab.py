@@ -17,6 +17,7 @@ from myaccel.artifacts import save
 from myaccel.bench import ab as ab_domain
 from myaccel.bench.compare import Comparison, compare_paths, format_markdown
 from myaccel.bench.session import check_results_dir
+from myaccel.cli import options
 from myaccel.cli.bench import SweepFlags, sweep_options, sweep_profile
 from myaccel.cli.common import command_line, options_into
 from myaccel.cli.output import write_output
@@ -177,7 +178,7 @@ def write_outputs(cmp: Comparison, out: Path) -> None:
 @click.option(
     "--force", is_flag=True, help="Compare runs of different hosts, versions or datasets anyway."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison JSON.")
+@options.json("Print the comparison JSON.")
 @click.option(
     "--out",
     "out_dir",

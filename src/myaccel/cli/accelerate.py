@@ -15,15 +15,9 @@ from myaccel.bench.compare import format_markdown
 from myaccel.bench.profiles import Profile, build_profile
 from myaccel.bench.session import BenchResult
 from myaccel.bench.workload import Workload
-from myaccel.cli import ranges
+from myaccel.cli import options
 from myaccel.cli.ab import render_ab, terminate_as_interrupt
-from myaccel.cli.bench import (
-    ProfileFlags,
-    ReplayFlags,
-    render_bench,
-    replay_options,
-    workload_file_option,
-)
+from myaccel.cli.bench import ProfileFlags, ReplayFlags, render_bench
 from myaccel.cli.common import ServerOptions, command_line, options_into, resolve, server_options
 from myaccel.cli.progress import TerminalProgress, note
 from myaccel.cli.report import report_after_run
@@ -123,14 +117,12 @@ def _replay(
 
 @click.command()
 @server_options
-@click.option("--profile", default="quick", show_default=True)
-@click.option(
-    "--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True
-)
-@click.option("--runs", type=ranges.RUNS, help="Runs per arm and cell (default: the profile's).")
-@click.option("--time", type=ranges.RUN_SECONDS, help="Measured seconds per run.")
-@click.option("--scale", type=ranges.SCALE)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False))
+@options.profile
+@options.durability()
+@options.runs
+@options.time
+@options.scale
+@options.out_dir
 @click.option(
     "--server-unit",
     metavar="UNIT",
@@ -151,19 +143,19 @@ def _replay(
     help="Existing server: apply even when the clone's A/B shows no improvement (still guarded).",
 )
 @click.option("--keep-clone", is_flag=True, help="Existing server: keep the clone sandbox.")
-@click.option(
+@options.seconds(
     "--window",
-    type=click.FloatRange(2, 3600),
-    default=30.0,
-    show_default=True,
-    help="Existing server: seconds of each guard window (its counters before and after).",
+    2,
+    3600,
+    30.0,
+    "Existing server: seconds of each guard window (its counters before and after).",
 )
-@click.option(
+@options.seconds(
     "--settle",
-    type=click.FloatRange(0, 3600),
-    default=30.0,
-    show_default=True,
-    help="Existing server: seconds to wait after a restart before the after window.",
+    0,
+    3600,
+    30.0,
+    "Existing server: seconds to wait after a restart before the after window.",
 )
 @click.option(
     "--create",
@@ -176,9 +168,8 @@ def _replay(
     help="Measure the datadir's device with fio for the I/O rules (about 15 s, cached per "
     "device). Default: on for a sandbox; off for an existing server, whose disk it would load.",
 )
-@workload_file_option
-@replay_options[0]
-@replay_options[1]
+@options.workload_file
+@options.replay
 @click.option(
     "--basedir",
     type=click.Path(file_okay=False),

@@ -33,6 +33,7 @@ from myaccel.actions.session import (
     refuse_unfinished,
     restart_and_check,
 )
+from myaccel.cli import options
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -76,7 +77,9 @@ def _echo_json(doc: dict[str, Any]) -> None:
     click.echo(json.dumps(doc, indent=2))
 
 
-_JSON_HELP = "Print one JSON document (for automation: the Ansible collection) instead of lines."
+_json_option = options.json(
+    "Print one JSON document (for automation: the Ansible collection) instead of lines."
+)
 
 
 @click.command()
@@ -105,7 +108,7 @@ _JSON_HELP = "Print one JSON document (for automation: the Ansible collection) i
     is_flag=True,
     help="MySQL 8: SET PERSIST instead of SET GLOBAL (refused on MariaDB).",
 )
-@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+@_json_option
 @options_into(ApplyOptions)
 def apply(opts: ApplyOptions) -> None:
     """Apply a plan with a journal written before every change; restart and health-check
@@ -302,7 +305,7 @@ class RollbackOptions(ServerOptions):
     is_flag=True,
     help="Undo a journal whose checksum does not match (after review).",
 )
-@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+@_json_option
 @options_into(RollbackOptions)
 def rollback_cmd(opts: RollbackOptions) -> None:
     """Undo an apply, newest change first, byte for byte; completes an unfinished one
@@ -390,7 +393,7 @@ class VerifyOptions(ServerOptions):
     metavar="FILE",
     help="Journal to check (default: the newest applied).",
 )
-@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+@_json_option
 @options_into(VerifyOptions)
 def verify(opts: VerifyOptions) -> None:
     """What has drifted since apply (a reboot, a restart, a hand edit).

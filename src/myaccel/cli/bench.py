@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from myaccel.bench.dataset import DATASET_KINDS
 from myaccel.bench.profiles import Profile, ProfileOptions
 from myaccel.bench.run_record import RunRecord
 from myaccel.bench.session import (
@@ -20,10 +19,9 @@ from myaccel.bench.session import (
     require_valid_runs,
     run_bench,
 )
-from myaccel.bench.workload import REPLAY_MODES, Workload
-from myaccel.cli import ranges
+from myaccel.bench.workload import Workload
+from myaccel.cli import options, ranges
 from myaccel.cli.common import (
-    F,
     ServerOptions,
     command_line,
     options_into,
@@ -186,35 +184,6 @@ class SweepFlags(ProfileFlags, ReplayFlags):
         )
 
 
-workload_file_option = click.option(
-    "--workload-file",
-    type=click.Path(dir_okay=False),
-    metavar="W.json",
-    help="Replay a workload written by `myaccel capture` (its statement mix, at its "
-    "concurrency unless --threads) on a server holding the same schemas.",
-)
-
-
-replay_options = [
-    click.option(
-        "--replay-mode",
-        type=click.Choice(REPLAY_MODES),
-        default="mix",
-        show_default=True,
-        help="With --workload-file: mix = each statement drawn from the captured mix; "
-        "sequence = each thread replays a captured connection's statements in order "
-        "(transactions kept together); timed = sequence with the captured time between "
-        "a connection's statements (its client's think time).",
-    ),
-    click.option(
-        "--paced",
-        is_flag=True,
-        help="With --workload-file: replay at the captured statements per second "
-        "(sysbench --rate) instead of as fast as the server answers.",
-    ),
-]
-
-
 def sweep_profile(flags: SweepFlags) -> tuple[Profile, Workload | None]:
     """The profile of ``flags``; with ``--workload-file``, the replay of that workload
     (``--replay-mode``, ``--paced``)."""
@@ -248,79 +217,27 @@ def targets(conn: ConnectionOptions) -> tuple[ConnectParams, ConnectParams, int 
     return p, p, local_server_pid(p)
 
 
-def sweep_options(f: F) -> F:
-    """The options of ``SweepFlags``, shared by ``bench`` and ``ab``: the profile, its
-    overrides and how the runs are made."""
-    opts = [
-        click.option(
-            "--profile",
-            default="quick",
-            show_default=True,
-            help="quick, standard, full, yitian, polardb-cpu, polardb-io, tdsql, kunpeng.",
-        ),
-        click.option(
-            "--workload",
-            "-w",
-            multiple=True,
-            help="Workload (repeatable): oltp_read_only ... or ro/rw/wo/ps, or a .lua path.",
-        ),
-        click.option("--threads", "-t", help="Thread counts, e.g. 1,8,32 (a sweep)."),
-        click.option(
-            "--time", type=ranges.RUN_SECONDS, help="Measured seconds per run (after warm-up)."
-        ),
-        click.option(
-            "--warmup",
-            type=ranges.WARMUP_SECONDS,
-            help="Warm-up seconds excluded from the summary.",
-        ),
-        click.option("--tables", type=ranges.TABLES, help="Number of tables."),
-        click.option("--table-size", type=ranges.TABLE_ROWS, help="Rows per table."),
-        click.option(
-            "--dataset",
-            type=click.Choice(DATASET_KINDS),
-            help="Size the data from the buffer pool (<= 50% / >= 4x) and check it after the run.",
-        ),
-        click.option(
-            "--runs",
-            type=ranges.RUNS,
-            help="Repetitions per cell, per arm in ab (default: the profile's, 5 for quick).",
-        ),
-        click.option(
-            "--scale",
-            type=ranges.SCALE,
-            help="Shrink rows and time (0 < F <= 1) for small machines.",
-        ),
-        click.option(
-            "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
-        ),
-        click.option(
-            "--report-interval",
-            type=ranges.REPORT_INTERVAL_S,
-            help="Seconds between interval reports.",
-        ),
-        click.option(
-            "--pin-client",
-            metavar="CPUS",
-            help="Pin sysbench to these CPUs (taskset list, e.g. 1 or 2-3); recorded. "
-            "Default: unpinned.",
-        ),
-        click.option(
-            "--out",
-            "out_dir",
-            type=click.Path(file_okay=False),
-            help="Results directory (default under $MYACCEL_HOME/results).",
-        ),
-        click.option(
-            "--cleanup",
-            is_flag=True,
-            help="Drop an existing dataset of another size and prepare anew.",
-        ),
-        workload_file_option,
-        *replay_options,
-    ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
+# The options of ``SweepFlags``, shared by ``bench`` and ``ab``: the profile, its overrides
+# and how the runs are made (``tune`` and ``accelerate`` take some of them one by one).
+sweep_options = options.compose(
+    options.profile,
+    options.workload,
+    options.threads,
+    options.time,
+    options.warmup,
+    options.tables,
+    options.table_size,
+    options.dataset,
+    options.runs,
+    options.scale,
+    options.ps_mode,
+    options.report_interval,
+    options.pin_client,
+    options.out_dir,
+    options.cleanup,
+    options.workload_file,
+    options.replay,
+)
 
 
 @click.command()

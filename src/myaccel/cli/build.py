@@ -10,6 +10,7 @@ from typing import Any
 import click
 from rich.progress import TimeElapsedColumn
 
+from myaccel.cli import options
 from myaccel.cli.progress import interactive, live_bar, note
 
 
@@ -347,7 +348,7 @@ def format_summary(m: dict[str, Any], wall_s: float) -> str:
     type=click.Path(),
     help="The build's manifest.json (adds warnings, config and BOLT checks).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@options.json("Print the checks as JSON.")
 @click.option(
     "--smoke",
     is_flag=True,

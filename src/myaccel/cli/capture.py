@@ -11,6 +11,7 @@ import click
 
 from myaccel.artifacts import save
 from myaccel.bench.workload import REPLAY_MODES, Workload
+from myaccel.cli import options
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.paths import myaccel_home
@@ -31,13 +32,7 @@ class CaptureOptions(ServerOptions):
 
 @click.command()
 @server_options
-@click.option(
-    "--duration",
-    type=click.FloatRange(1, 3600),
-    default=20.0,
-    show_default=True,
-    help="Seconds to capture.",
-)
+@options.seconds("--duration", 1, 3600, 20.0, "Seconds to capture.")
 @click.option(
     "--out",
     metavar="W.json",
@@ -56,12 +51,12 @@ class CaptureOptions(ServerOptions):
     show_default=True,
     help="auto: performance_schema when it is on, else the general log (to a private file).",
 )
-@click.option(
+@options.seconds(
     "--baseline",
-    type=click.FloatRange(0, 600),
-    default=3.0,
-    show_default=True,
-    help="Seconds of throughput measured before capturing (the capture's cost); 0: none.",
+    0,
+    600,
+    3.0,
+    "Seconds of throughput measured before capturing (the capture's cost); 0: none.",
 )
 @click.option(
     "--check",

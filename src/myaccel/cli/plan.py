@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import click
 
-from myaccel.cli import ranges
+from myaccel.cli import options, ranges
 from myaccel.cli.common import ServerOptions, measure_storage, options_into, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
@@ -36,13 +36,7 @@ class PlanOptions(ServerOptions):
     "--facts", "facts_file", metavar="FILE", help="Plan from a facts file (myaccel probe --out)."
 )
 @server_options
-@click.option(
-    "--durability",
-    type=click.Choice(["strict", "relaxed"]),
-    default="strict",
-    show_default=True,
-    help="relaxed allows the opt-in durability group.",
-)
+@options.durability("relaxed allows the opt-in durability group.")
 @click.option("--layers", help="Comma-separated: server,os,numa,nic,build,hardware.")
 @click.option(
     "--threads", type=ranges.THREADS, help="Expected client concurrency (a workload hint)."
@@ -53,7 +47,7 @@ class PlanOptions(ServerOptions):
     metavar="FILE",
     help="A profile (myaccel profile): its findings raise or lower the rules they name.",
 )
-@click.option("--json", "as_json", is_flag=True)
+@options.json()
 @click.option("--md", "as_md", is_flag=True)
 @click.option("--out", "out_file", metavar="FILE", help="Write the plan JSON here.")
 @measure_storage

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import click
 
+from myaccel.cli import options
 from myaccel.cli.common import ServerOptions, measure_storage, options_into, resolve, server_options
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
@@ -49,7 +50,7 @@ class ProbeOptions(ServerOptions):
 @click.option(
     "--datadir", metavar="DIR", help="Report storage for DIR (default: the server's datadir)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
+@options.json("Print the versioned JSON document.")
 @click.option("--md", "as_md", is_flag=True, help="Print Markdown.")
 @click.option("--out", "out_file", metavar="FILE", help="Also write the JSON document to FILE.")
 @click.option(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from myaccel.cli import ranges
+from myaccel.cli import options, ranges
 from myaccel.cli.common import ServerOptions, command_line, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
@@ -211,7 +211,7 @@ class ProfileCommandOptions(ServerOptions):
     help="Directory for profile.json, profile.folded, flamegraph.svg "
     "(default $MYACCEL_HOME/profiles/STAMP).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the profile JSON.")
+@options.json("Print the profile JSON.")
 @options_into(ProfileCommandOptions)
 def profile(opts: ProfileCommandOptions) -> None:
     """Sample a running server with perf: flame graph, top-N tables, per-CPU load, findings."""
@@ -270,7 +270,7 @@ def profile(opts: ProfileCommandOptions) -> None:
     metavar="FILE",
     help="The machine's facts (myaccel probe --out): flavor, NUMA, binary refine the findings.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@options.json("Print the findings as JSON.")
 def diagnose(profile_path: str | None, facts_file: str | None, as_json: bool) -> None:
     """Findings from a profile: evidence -> likely cause -> plan rules raised or lowered."""
     from myaccel.profile.diagnose import diagnose as run_diagnose

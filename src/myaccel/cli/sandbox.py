@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from myaccel.cli import options
 from myaccel.cli.common import F
 from myaccel.cli.ranges import TCP_PORT, TIMEOUT_S
 from myaccel.server.flavor import flavor_label
@@ -85,6 +86,7 @@ def _report_start(sb: Sandbox, res: StartResult, config: str | None) -> None:
 
 
 name_argument = click.argument("name", default=DEFAULT_NAME, required=False, metavar="[NAME]")
+json_flag = options.json("Print JSON.")
 timeout_option = click.option(
     "--timeout",
     "timeout_s",
@@ -239,7 +241,7 @@ def _status_rows(sb: Sandbox, st: SandboxStatus) -> list[tuple[str, str]]:
 
 @sandbox.command()
 @name_argument
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_flag
 def status(name: str, as_json: bool) -> None:
     """Show whether a sandbox runs (running / stopped / crashed) and where it lives."""
     sb = Sandbox.load(name)
@@ -259,7 +261,7 @@ def status(name: str, as_json: bool) -> None:
 
 
 @sandbox.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_flag
 def list_(as_json: bool) -> None:
     """List the sandboxes."""
     statuses = [sb.status() for sb in Sandbox.list_all()]
@@ -328,8 +330,8 @@ def snapshot_restore(name: str, snap: str, stop_server: bool) -> None:
 
 
 @snapshot.command(name="list")
-@click.argument("name", default=DEFAULT_NAME, required=False, metavar="[NAME]")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@name_argument
+@json_flag
 def snapshot_list(name: str, as_json: bool) -> None:
     """List the snapshots of sandbox NAME with size and date."""
     snaps: list[SnapshotInfo] = Sandbox.load(name).snapshot_list()

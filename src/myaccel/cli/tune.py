@@ -4,16 +4,16 @@ when nothing beats it (docs/tuning.md)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from myaccel.bench.dataset import DATASET_KINDS
-from myaccel.cli import ranges
+from myaccel.cli import options, ranges
 from myaccel.cli.ab import given_on_command_line, terminate_as_interrupt
 from myaccel.cli.bench import SweepFlags, check_pin_client
-from myaccel.cli.common import command_line, options_into
+from myaccel.cli.common import F, command_line, measure_storage, options_into
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
 from myaccel.tune.result import TrialRow
@@ -64,6 +64,17 @@ class TuneTerminalProgress(TerminalProgress):
         note(f"  incumbent: {best}")
 
 
+def _runs_per_arm(name: str, least: int, most: int, of: str) -> Callable[[F], F]:
+    """A number of runs per arm, at least (and by default) ``least``."""
+    return click.option(
+        name,
+        type=click.IntRange(least, most),
+        default=least,
+        show_default=True,
+        help=f"Runs per arm of {of}.",
+    )
+
+
 @click.command()
 @click.option(
     "--sandbox",
@@ -79,31 +90,23 @@ class TuneTerminalProgress(TerminalProgress):
     type=click.Path(file_okay=False, exists=True),
     help="Server build (install tree) for the sandbox and every trial; implies --create.",
 )
-@click.option("--profile", default="quick", show_default=True)
-@click.option("--workload", "-w", multiple=True)
-@click.option("--threads", "-t")
-@click.option("--time", type=ranges.RUN_SECONDS, help="Measured seconds per run.")
-@click.option("--warmup", type=ranges.WARMUP_SECONDS)
-@click.option("--tables", type=ranges.TABLES)
-@click.option("--table-size", type=ranges.TABLE_ROWS)
-@click.option("--scale", type=ranges.SCALE)
-@click.option("--dataset", type=click.Choice(DATASET_KINDS))
-@click.option(
-    "--cleanup", is_flag=True, help="Drop an existing dataset of another size and prepare anew."
-)
+@options.profile
+@options.workload
+@options.threads
+@options.time
+@options.warmup
+@options.tables
+@options.table_size
+@options.scale
+@options.dataset
+@options.cleanup
 @click.option("--trials", type=click.IntRange(1, 100_000), help="Screening trials (default 20).")
 @click.option(
     "--minutes",
     type=click.FloatRange(0, 7 * 24 * 60, min_open=True),
     help="Time budget: screening stops at 60%, confirmation at 85%; the final A/B always runs.",
 )
-@click.option(
-    "--durability",
-    type=click.Choice(["strict", "relaxed"]),
-    default="strict",
-    show_default=True,
-    help="strict: durability knobs are never searched.",
-)
+@options.durability("strict: durability knobs are never searched.")
 @click.option("--resume", is_flag=True, help="Continue the study in --out.")
 @click.option(
     "--layers",
@@ -114,34 +117,14 @@ class TuneTerminalProgress(TerminalProgress):
 )
 @click.option("--knob", multiple=True, metavar="NAME", help="Search only this knob (repeatable).")
 @click.option("--seed", type=ranges.SEED, default=0, show_default=True, help="TPE sampler seed.")
-@click.option(
-    "--screen-runs",
-    type=click.IntRange(1, 20),
-    default=1,
-    show_default=True,
-    help="Runs per arm of a screening trial.",
-)
-@click.option(
-    "--aa-runs",
-    type=click.IntRange(3, 20),
-    default=3,
-    show_default=True,
-    help="Runs per arm of the A/A noise-floor trial.",
-)
-@click.option(
-    "--final-runs",
-    type=click.IntRange(5, 100),
-    default=5,
-    show_default=True,
-    help="Runs per arm of the final A/B.",
-)
+@_runs_per_arm("--screen-runs", 1, 20, "a screening trial")
+@_runs_per_arm("--aa-runs", 3, 20, "the A/A noise-floor trial")
+@_runs_per_arm("--final-runs", 5, 100, "the final A/B")
 @click.option("--ablation/--no-ablation", default=True, show_default=True)
-@click.option("--measure-storage", is_flag=True, help="Measure the datadir's device with fio.")
-@click.option(
-    "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
-)
-@click.option("--pin-client", metavar="CPUS", help="Pin sysbench to these CPUs.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False))
+@measure_storage
+@options.ps_mode
+@options.pin_client
+@options.out_dir
 @options_into(TuneOptions)
 def tune(opts: TuneOptions) -> None:
     """Search server knobs past the rules' plan on a sandbox (Bayesian optimization).

@@ -16,6 +16,7 @@ from typing import TypeVar
 from myaccel import units
 from myaccel.errors import SysrootError
 from myaccel.model import Fact, known, unknown
+from myaccel.paths import existing_dir
 
 T = TypeVar("T")
 
@@ -25,16 +26,13 @@ KEEP = ".myaccel-keep"
 
 class Sysroot:
     def __init__(self, root: str | Path = "/") -> None:
-        p = Path(root)
-        if not p.exists():
-            raise SysrootError(
-                f"sysroot '{root}' does not exist",
-                hint="pass a directory holding captured proc/ and sys/ trees, or omit --sysroot",
-            )
-        if not p.is_dir():
-            raise SysrootError(
-                f"sysroot '{root}' is not a directory", hint="pass the directory above proc/"
-            )
+        p = existing_dir(
+            root,
+            "sysroot",
+            SysrootError,
+            hint="pass a directory holding captured proc/ and sys/ trees, or omit --sysroot",
+            not_dir_hint="pass the directory above proc/",
+        )
         if not (p / "proc").is_dir() and not (p / "sys").is_dir():
             raise SysrootError(
                 f"sysroot '{root}' holds neither proc/ nor sys/",

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from myaccel.errors import MyaccelError, NoValidRuns, UsageError
+from myaccel.model import same_named
 from myaccel.tune.constraint import Constraint
 from myaccel.tune.halving import Halving
 from myaccel.tune.history import incumbent
@@ -332,14 +333,9 @@ class Search:
         for r in self.study.records():
             out.append(
                 TrialRow(
-                    number=r.number,
-                    state=r.state,
-                    stage=r.stage,
-                    rung=r.rung,
-                    changes=r.changes,
+                    **same_named(r, ("number", "state", "stage", "rung", "changes", "note")),
                     delta_pct=r.value,
                     runs_per_arm=r.sample.pairs() if r.sample else 0,
-                    note=r.note,
                 )
             )
         return out

@@ -1,0 +1,132 @@
+"""Click options that several commands take, each declared once here; a command composes
+them (``@options.runs``, ``@options.json("...")``). The server options and
+``--measure-storage`` are in ``cli.common``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from myaccel.bench.dataset import DATASET_KINDS
+from myaccel.bench.workload import REPLAY_MODES
+from myaccel.cli import ranges
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def compose(*options: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator applying ``options`` in order (the first is the first in --help)."""
+
+    def apply(f: F) -> F:
+        for o in reversed(options):
+            f = o(f)
+        return f
+
+    return apply
+
+
+def json(help: str | None = None) -> Callable[[F], F]:
+    """``--json`` (``as_json``): print JSON instead of text."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def durability(help: str | None = None) -> Callable[[F], F]:
+    """``--durability strict|relaxed`` (default strict), with the command's own help."""
+    return click.option(
+        "--durability",
+        type=click.Choice(["strict", "relaxed"]),
+        default="strict",
+        show_default=True,
+        help=help,
+    )
+
+
+def seconds(name: str, lo: float, hi: float, default: float, help: str) -> Callable[[F], F]:
+    """An option taking seconds within [lo, hi], its default shown in --help."""
+    return click.option(
+        name, type=click.FloatRange(lo, hi), default=default, show_default=True, help=help
+    )
+
+
+# ------------------------------------------------- the benchmark profile and its runs
+
+profile = click.option(
+    "--profile",
+    default="quick",
+    show_default=True,
+    help="quick, standard, full, yitian, polardb-cpu, polardb-io, tdsql, kunpeng.",
+)
+workload = click.option(
+    "--workload",
+    "-w",
+    multiple=True,
+    help="Workload (repeatable): oltp_read_only ... or ro/rw/wo/ps, or a .lua path.",
+)
+threads = click.option("--threads", "-t", help="Thread counts, e.g. 1,8,32 (a sweep).")
+time = click.option(
+    "--time", type=ranges.RUN_SECONDS, help="Measured seconds per run (after warm-up)."
+)
+warmup = click.option(
+    "--warmup", type=ranges.WARMUP_SECONDS, help="Warm-up seconds excluded from the summary."
+)
+tables = click.option("--tables", type=ranges.TABLES, help="Number of tables.")
+table_size = click.option("--table-size", type=ranges.TABLE_ROWS, help="Rows per table.")
+dataset = click.option(
+    "--dataset",
+    type=click.Choice(DATASET_KINDS),
+    help="Size the data from the buffer pool (<= 50% / >= 4x) and check it after the run.",
+)
+runs = click.option(
+    "--runs", type=ranges.RUNS, help="Runs per arm and cell (default: the profile's, 5 for quick)."
+)
+scale = click.option(
+    "--scale", type=ranges.SCALE, help="Shrink rows and time (0 < F <= 1) for small machines."
+)
+ps_mode = click.option(
+    "--ps-mode", type=click.Choice(["auto", "disable"]), default="auto", show_default=True
+)
+report_interval = click.option(
+    "--report-interval", type=ranges.REPORT_INTERVAL_S, help="Seconds between interval reports."
+)
+pin_client = click.option(
+    "--pin-client",
+    metavar="CPUS",
+    help="Pin sysbench to these CPUs (taskset list, e.g. 1 or 2-3); recorded. Default: unpinned.",
+)
+out_dir = click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Results directory (default under $MYACCEL_HOME/results).",
+)
+cleanup = click.option(
+    "--cleanup", is_flag=True, help="Drop an existing dataset of another size and prepare anew."
+)
+workload_file = click.option(
+    "--workload-file",
+    type=click.Path(dir_okay=False),
+    metavar="W.json",
+    help="Replay a workload written by `myaccel capture` (its statement mix, at its "
+    "concurrency unless --threads) on a server holding the same schemas.",
+)
+# ``--replay-mode`` and ``--paced``: how ``--workload-file`` is replayed.
+replay = compose(
+    click.option(
+        "--replay-mode",
+        type=click.Choice(REPLAY_MODES),
+        default="mix",
+        show_default=True,
+        help="With --workload-file: mix = each statement drawn from the captured mix; "
+        "sequence = each thread replays a captured connection's statements in order "
+        "(transactions kept together); timed = sequence with the captured time between "
+        "a connection's statements (its client's think time).",
+    ),
+    click.option(
+        "--paced",
+        is_flag=True,
+        help="With --workload-file: replay at the captured statements per second "
+        "(sysbench --rate) instead of as fast as the server answers.",
+    ),
+)
