@@ -59,3 +59,15 @@ def test_root_layers_without_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert "needs root" in ei.value.message and "--partial" in ei.value.hint
     pc = build_changes(p, handle(tmp_path), partial=True)
     assert not pc.changes and "skipped (--partial)" in pc.skipped[0][1]
+
+
+def test_a_sandbox_apply_never_touches_the_hosts_server_unit(tmp_path: Path) -> None:
+    """systemd:server/... names the unit that runs the server: a sandbox has none, so the
+    recommendation is skipped rather than written into the host's mariadb.service."""
+    h = ServerHandle(kind="sandbox", params=None, conf_dir=tmp_path, sandbox_name="sb")
+    pc = build_changes(
+        plan(rec("numa-policy", "systemd:server/NUMAPolicy", "interleave", layer="numa")), h
+    )
+    assert not pc.changes and not pc.recs
+    assert [r.id for r, _ in pc.skipped] == ["numa-policy"]
+    assert "not run by systemd" in pc.skipped[0][1]

@@ -295,6 +295,21 @@ class PlannedChanges:
     server_values: dict[str, str] = field(default_factory=dict)  # read back after apply
 
 
+def _not_applied(r: Recommendation, handle: ServerHandle) -> str | None:
+    """Why ``r`` is not applied to ``handle``'s server, or None."""
+    if r.action != "apply":
+        return "advisory: needs a human (rebuild, firmware or a decision)"
+    if not r.target.startswith(AUTOMATABLE):
+        return f"{r.target.split(':', 1)[0]}: not automated yet"
+    if r.target.startswith("systemd:server/") and handle.kind == "sandbox":
+        # bug fix: this used to resolve to the host's own mariadb/mysql unit
+        return (
+            "a sandbox is not run by systemd: the host's server unit is not changed for it "
+            "(a sandbox's CPU affinity and NUMA policy: myaccel tune --layers server,process)"
+        )
+    return None
+
+
 def build_changes(
     plan: Plan,
     handle: ServerHandle,
@@ -311,11 +326,8 @@ def build_changes(
             continue
         if only and r.id not in only:
             continue
-        if r.action != "apply":
-            out.skipped.append((r, "advisory: needs a human (rebuild, firmware or a decision)"))
-            continue
-        if not r.target.startswith(AUTOMATABLE):
-            out.skipped.append((r, f"{r.target.split(':', 1)[0]}: not automated yet"))
+        if (why_not := _not_applied(r, handle)) is not None:
+            out.skipped.append((r, why_not))
             continue
         if r.target.startswith("mysql:"):
             name = r.target.removeprefix("mysql:")
