@@ -4,7 +4,8 @@ the report).
 
 On a sandbox (``sandbox_mode``) the two configurations run interleaved A B B A; on an
 existing server (``existing``) the plan is applied with a journal between a baseline and
-a tuned campaign. ``candidate`` writes the sandbox's tuned option file."""
+a tuned campaign (with ``--build``, ``existing_build`` adds the build's arm and the guarded
+binary swap). ``candidate`` writes the sandbox's tuned option file."""
 
 from __future__ import annotations
 
@@ -40,7 +41,13 @@ def run(req: AccelerateRequest, progress: Progress) -> AccelerateResult:
     if isinstance(req.target, ExistingServer):
         from myaccel.accelerate.existing import run_on_server
 
-        return run_on_server(req, req.target, progress)
+        if req.build is None:
+            return run_on_server(req, req.target, progress)
+        from myaccel.accelerate.existing_build import ServerBuild
+
+        t = req.target
+        hooks = ServerBuild(req.build, t.unit, window_s=t.window_s, settle_s=t.settle_s)
+        return run_on_server(req, t, progress, hooks)
     from myaccel.accelerate.sandbox_mode import run_on_sandbox
 
     return run_on_sandbox(req, req.target, progress)
