@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from myaccel.accelerate.build_arm import BuildSpec, BuiltServer, ensure_build
-from myaccel.accelerate.existing import plan_improves
+from myaccel.accelerate.existing import CLONE_FIGURES, plan_improves
 from myaccel.accelerate.live import Verdict, Window, judge, safe_window
 from myaccel.accelerate.request import AccelerateRequest, AccelerateResult, Progress
 from myaccel.accelerate.rollout import GuardrailBreach
@@ -59,8 +59,7 @@ from myaccel.clone.make import choose_install
 from myaccel.clone.preflight import RestartMethod
 from myaccel.clone.source import SourceServer
 from myaccel.errors import UsageError
-from myaccel.server.connection import ConnectParams
-from myaccel.server.sandbox import ServerInstall, find_server
+from myaccel.server.sandbox import ServerInstall
 
 CLONE_ARMS_FIGURES = (
     "from the clone: three arms interleaved round-robin (distro defaults = the server's own "
@@ -71,8 +70,15 @@ LIVE_SWAP_FIGURES = (
 )
 NO_SWAP_HINT = "leave out --swap-binary: the three arms are measured on the clone all the same"
 
-WindowFn = Callable[[ConnectParams, str, float], tuple[Window, list[str]]]
+WindowFn = Callable[[ServerHandle, str, float], tuple[Window, list[str]]]
 HealthFn = Callable[[ServerHandle, dict[str, str]], list[str]]
+
+
+def live_window(handle: ServerHandle, label: str, seconds: float) -> tuple[Window, list[str]]:
+    """The guard's window of the live server's counters (``live.safe_window``)."""
+    if handle.params is None:
+        return Window(label, 0.0), ["no connection to the server"]
+    return safe_window(handle.params, label, seconds)
 
 
 def swap_unit(restart: RestartMethod, server_unit: str | None) -> str:
@@ -151,7 +157,7 @@ class ServerBuild:
     settle_s: float = 30.0
     root: Path = Path("/")
     runner: Runner | None = None
-    window: WindowFn = safe_window
+    window: WindowFn = live_window
     health: HealthFn = health_check
     install: ServerInstall | None = None  # the distro arm: the binary the clone runs
     unit: str | None = None  # --swap-binary: the unit swapped
@@ -215,7 +221,8 @@ class ServerBuild:
             result,
             more=dict(self.ab.more),
             build=self.built,
-            figures=[*result.figures, CLONE_ARMS_FIGURES],
+            # the clone's A/B had three arms: its figures say so
+            figures=[CLONE_ARMS_FIGURES if f == CLONE_FIGURES else f for f in result.figures],
         )
         self.save(done, None, None)
         return done
@@ -258,7 +265,15 @@ class ServerBuild:
     # ------------------------------------------------------------------ the swap
 
     def _binary(self, built: BuiltServer) -> Path:
-        return find_server(built.install).binary
+        """The build's server binary, by the distro arm's flavor."""
+        assert self.install is not None
+        for rel in self.install.adapter.binary_candidates():
+            if host_path(self.root, str(built.install / rel)).is_file():
+                return built.install / rel
+        raise UsageError(
+            f"no server binary under the build's install tree {built.install}",
+            hint="build again into a new --build-dir",
+        )
 
     def _plan_swap(self, built: BuiltServer) -> None:
         """The swap planned without changing anything: the build's binary is executable,
@@ -278,10 +293,8 @@ class ServerBuild:
         assert self.built is not None and self.unit is not None
         say = progress.note
         unit_handle = replace(handle, kind="systemd", unit=self.unit)
-        params = handle.params
-        assert params is not None
         say(f"live server: the before window of the swap ({self.window_s:.0f} s)")
-        before, problems = self.window(params, "before swap", self.window_s)
+        before, problems = self.window(unit_handle, "before swap", self.window_s)
         if problems:
             raise ApplyError(
                 "the server is not healthy before the swap: " + "; ".join(problems),
@@ -302,7 +315,7 @@ class ServerBuild:
             say(f"letting the server warm up for {self.settle_s:.0f} s")
             time.sleep(self.settle_s)
         say(f"live server: the after window of the swap ({self.window_s:.0f} s)")
-        after, problems = self.window(params, "after swap", self.window_s)
+        after, problems = self.window(unit_handle, "after swap", self.window_s)
         if not problems:
             problems = self.health(unit_handle, pc.server_values)  # the plan's values hold
         verdict = judge(before, after, problems)
