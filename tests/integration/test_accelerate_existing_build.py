@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_accelerate_build_live import Notes
 from test_accelerate_existing import _restart_command
 
 from myaccel import accelerate as pipeline
@@ -37,31 +38,6 @@ if not ((DISTRO_USR / "sbin/mariadbd").is_file() and (BUILD_DIR / "manifest.json
         f"version ({BUILD_DIR})",
         allow_module_level=True,
     )
-
-
-class Notes:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def note(self, message: str) -> None:
-        self.lines.append(message)
-
-    def step(self, title: str) -> None:
-        self.lines.append(f"== {title}")
-
-    def run_started(self, label: str, total_s: float) -> None:
-        self.lines.append(label)
-
-    def run_finished(self, rec: object) -> None: ...
-
-    def run_report(self, line: str) -> None: ...
-
-    def confirm(self, question: str) -> bool:
-        return True
-
-    def bench_done(self, result: object) -> None: ...
-
-    def ab_done(self, result: object) -> None: ...
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ tests/integration/test_accelerate_existing_build.py."""
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from fake_runner import Recording, ReplayRunner
+from test_swap_unit_binary import NEW, OLD, UNIT, UNIT_TEXT, _exe, tree, versions
 
 from myaccel.accelerate.build_arm import BuildSpec, BuiltServer
 from myaccel.accelerate.existing_build import (
@@ -42,53 +41,22 @@ from myaccel.rules.model import Plan
 from myaccel.server.flavor import parse_binary_version
 from myaccel.server.sandbox import ServerInstall
 
-UNIT = "mariadb.service"
-UNIT_TEXT = """\
-[Unit]
-Description=MariaDB database server (fixture)
-
-[Service]
-Type=notify
-ExecStart=/bin/sh -c "set -f; [ ! -e /usr/bin/galera_recovery ] && VAR= || \\
- VAR=`/usr/bin/galera_recovery`; [ $? -eq 0 ] || exit 1; \\
- exec /usr/sbin/mariadbd $MYSQLD_OPTS $_WSREP_NEW_CLUSTER $VAR"
-"""
-OLD = "/usr/sbin/mariadbd"
-INSTALL = "/opt/build/install"
-NEW = f"{INSTALL}/bin/mariadbd"
+INSTALL = str(Path(NEW).parent.parent)
 CONF = "/etc/mysql/conf.d"
 VERSION_LINE = "mariadbd  Ver {}-MariaDB for Linux on x86_64 (Source distribution)"
 
 
-def _exe(root: Path, logical: str) -> None:
-    p = root / logical.lstrip("/")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text("#!/bin/false\n")
-    p.chmod(0o755)
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
+    """test_swap_unit_binary's fixture unit, with systemd running and a conf.d."""
     r = tmp_path / "root"
     (r / "lib/systemd/system").mkdir(parents=True)
     (r / "lib/systemd/system" / UNIT).write_text(UNIT_TEXT)
-    (r / "etc/systemd/system").mkdir(parents=True)
-    (r / "run/systemd/system").mkdir(parents=True)  # systemd runs (sd_booted)
-    (r / CONF.lstrip("/")).mkdir(parents=True)
+    for d in ("etc/systemd/system", "run/systemd/system", CONF.lstrip("/")):
+        (r / d).mkdir(parents=True)
     _exe(r, OLD)
     _exe(r, NEW)
     return r
-
-
-def tree(root: Path) -> dict[str, tuple[Any, ...]]:
-    out: dict[str, tuple[Any, ...]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath, name)
-            st = p.lstat()
-            data = p.read_bytes() if stat.S_ISREG(st.st_mode) else b""
-            out[str(p.relative_to(root))] = (stat.S_IFMT(st.st_mode), data)
-    return out
 
 
 def install(version: str = "10.11.18") -> ServerInstall:
@@ -157,14 +125,14 @@ def window(qps: float) -> Window:
 
 
 class Notes:
+    """The progress: its notes, steps as ``== title``."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
-
-    def note(self, message: str) -> None:
-        self.lines.append(message)
+        self.note = self.lines.append
 
     def step(self, title: str) -> None:
-        self.lines.append(f"== {title}")
+        self.note(f"== {title}")
 
 
 def _plan() -> Plan:
@@ -198,14 +166,7 @@ def _setup(root: Path, tmp_path: Path, after_qps: float, fail_first_start: bool 
         fail = fail_first_start and len(starts) == 1
         return Recording(returncode=1 if fail else 0, stderr="Job failed" if fail else "")
 
-    line = VERSION_LINE.format("10.11.18")
-    fake = (
-        ReplayRunner()
-        .on([str(root) + OLD, "--version"], Recording(stdout=line))
-        .on([str(root) + NEW, "--version"], Recording(stdout=line))
-        .on(["systemctl"], Recording())
-        .on(["systemctl", "start"], start)
-    )
+    fake = versions(root).on(["systemctl"], Recording()).on(["systemctl", "start"], start)
     windows = iter([window(100.0), window(after_qps)])
     sb = ServerBuild(
         BuildSpec(build_dir=Path(INSTALL).parent, swap_binary=True),
