@@ -288,3 +288,12 @@ def test_measured_decides_the_swap_by_the_plans_rule(
         assert t.sb.swap_gate[0] is ok and set(done.more) == {"build-vs-plan"}
         assert done.build is t.sb.built
         assert ("it wins" in notes.lines[0]) is ok
+
+
+def test_a_server_that_already_runs_the_build_is_refused() -> None:
+    built = BuiltServer(Path(INSTALL), Path(INSTALL).parent, True, 0.0, 0.0)
+    swapped = ServerInstall(binary=Path(NEW), basedir=Path(INSTALL), version=install().version)
+    with pytest.raises(UsageError, match="already runs the build") as err:
+        ServerBuild(BuildSpec(), install=swapped)._refuse_running(built)
+    assert "myaccel rollback" in err.value.hint
+    ServerBuild(BuildSpec(), install=install())._refuse_running(built)  # the distro binary

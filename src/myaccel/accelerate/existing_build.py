@@ -29,11 +29,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from myaccel.accelerate.build_arm import BuildSpec, BuiltServer, ensure_build
+from myaccel.accelerate.build_arm import BuildSpec, BuiltServer, complete_build, ensure_build
 from myaccel.accelerate.existing import CLONE_FIGURES, plan_improves
 from myaccel.accelerate.live import Verdict, Window, judge, safe_window
 from myaccel.accelerate.request import AccelerateRequest, AccelerateResult, Progress
@@ -164,7 +164,6 @@ class ServerBuild:
     built: BuiltServer | None = None
     ab: AbResult | None = None
     swap_gate: tuple[bool, str] = (False, "not measured")
-    notes: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------ the hooks
 
@@ -175,15 +174,16 @@ class ServerBuild:
         if not choice.same_binary:
             progress.note(f"distro arm: {choice.note}")
         check_build_version(self.spec, install)
+        done = None
+        if self.spec.build_dir is not None:
+            done = complete_build(self.spec.build_dir, install.version.text)
+            if done is not None:
+                self._refuse_running(done)
         if self.spec.swap_binary:
             self.unit = swap_unit(restart, self.server_unit)
             check_unit_runs(self.root, self.unit, src.binary)
-            if self.spec.build_dir is not None:
-                from myaccel.accelerate.build_arm import complete_build
-
-                done = complete_build(self.spec.build_dir, install.version.text)
-                if done is not None:
-                    self._plan_swap(done)
+            if done is not None:
+                self._plan_swap(done)
             progress.note(f"--swap-binary: systemd unit {self.unit}, after the plan, if it wins")
 
     def make(self, progress: Progress) -> None:
@@ -191,6 +191,7 @@ class ServerBuild:
         assert self.install is not None, "check() first"
         progress.step("optimized build (PGO+LTO) of the server's version")
         self.built = ensure_build(self.spec, self.install.binary, progress.note)
+        self._refuse_running(self.built)
         if self.unit is not None:
             self._plan_swap(self.built)
 
@@ -274,6 +275,15 @@ class ServerBuild:
             f"no server binary under the build's install tree {built.install}",
             hint="build again into a new --build-dir",
         )
+
+    def _refuse_running(self, built: BuiltServer) -> None:
+        """The distro arm must not be the build itself (a server swapped earlier)."""
+        assert self.install is not None
+        if self.install.binary.resolve().is_relative_to(built.install.resolve()):
+            raise UsageError(
+                f"the server already runs the build {built.install} ({self.install.binary})",
+                hint="undo the earlier --swap-binary with `myaccel rollback` first",
+            )
 
     def _plan_swap(self, built: BuiltServer) -> None:
         """The swap planned without changing anything: the build's binary is executable,
