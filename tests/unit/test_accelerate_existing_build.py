@@ -3,7 +3,7 @@ without a server or systemd: the refusals checked before any work, and the order
 guarded swap after the plan (a fixture unit shaped like Debian's under a temporary root,
 ``systemctl`` and ``--version`` answered by the fake runner, the guard's windows and
 health check given as fakes). The flow on a real server is in
-tests/integration/test_accelerate_existing_build.py."""
+tests/integration/test_accelerate_existing_build_live.py."""
 
 from __future__ import annotations
 
