@@ -222,8 +222,8 @@ class ServerBuild:
             result,
             more=dict(self.ab.more),
             build=self.built,
-            # the clone's A/B had three arms: its figures say so
-            figures=[CLONE_ARMS_FIGURES if f == CLONE_FIGURES else f for f in result.figures],
+            # the clone's A/B had three arms: its figures say so (any note after it kept)
+            figures=[f.replace(CLONE_FIGURES, CLONE_ARMS_FIGURES) for f in result.figures],
         )
         self.save(done, None, None)
         return done
