@@ -200,13 +200,14 @@ def test_sandbox_basedir_setting_journaled_and_reverted(
     assert (sdir / "state.json").read_bytes() == before
 
 
-def test_cli_build_options_need_build_and_a_sandbox(myaccel_home: Path) -> None:
+def test_cli_build_options_need_build(myaccel_home: Path) -> None:
     r = CliRunner().invoke(cli, ["accelerate", "--swap-binary"])
     assert r.exit_code != 0 and "go(es) with --build" in r.stderr
     r = CliRunner().invoke(cli, ["accelerate", "--build", "--train", "nope"])
     assert r.exit_code != 0 and "unknown profile 'nope'" in r.stderr
-    r = CliRunner().invoke(cli, ["accelerate", "--build", "--socket", "/tmp/x.sock"])
-    assert r.exit_code != 0 and "measure on a sandbox" in r.stderr
+    # --build on an existing server: tests/unit/test_accelerate_existing_build.py
+    r = CliRunner().invoke(cli, ["accelerate", "--socket", "/tmp/x.sock", "--basedir", "/x"])
+    assert r.exit_code != 0 and "--basedir chooses a sandbox's server" in r.stderr
 
 
 def test_arms_table_orders_arms_and_comparisons() -> None:

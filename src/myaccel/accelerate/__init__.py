@@ -5,7 +5,8 @@ the report).
 On a sandbox (``sandbox_mode``) the two configurations run interleaved A B B A; on an
 existing server (``existing``) they run so on a clone of it (the plan memory-scaled like
 the clone: ``clone_plan``), then the plan is applied with a journal and guarded with the
-server's own counters (``rollout``, ``live``). ``candidate`` writes the tuned option
+server's own counters (``rollout``, ``live``); with ``--build``, ``existing_build`` adds the
+build's arm on the clone and the guarded binary swap. ``candidate`` writes the tuned option
 file."""
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ def run(req: AccelerateRequest, progress: Progress) -> AccelerateResult:
     if isinstance(req.target, ExistingServer):
         from myaccel.accelerate.existing import run_on_server
 
-        return run_on_server(req, req.target, progress)
+        if req.build is None:
+            return run_on_server(req, req.target, progress)
+        from myaccel.accelerate.existing_build import ServerBuild
+
+        t = req.target
+        hooks = ServerBuild(req.build, t.unit, window_s=t.window_s, settle_s=t.settle_s)
+        return run_on_server(req, t, progress, hooks)
     from myaccel.accelerate.sandbox_mode import run_on_sandbox
 
     return run_on_sandbox(req, req.target, progress)

@@ -26,6 +26,7 @@ from myaccel.accelerate.request import (
     AccelerateResult,
     ExistingServer,
     Progress,
+    ServerBuildHooks,
 )
 from myaccel.accelerate.rollout import LIVE_FIGURES, guarded_apply
 from myaccel.accelerate.sandbox_mode import ab_against_base
@@ -81,7 +82,10 @@ def _handle(target: ExistingServer, restart: RestartMethod) -> ServerHandle:
 
 
 def run_on_server(
-    req: AccelerateRequest, target: ExistingServer, progress: Progress
+    req: AccelerateRequest,
+    target: ExistingServer,
+    progress: Progress,
+    build: ServerBuildHooks | None = None,  # --build (existing_build.ServerBuild)
 ) -> AccelerateResult:
     params = target.params
     progress.step("preflight")
@@ -93,6 +97,8 @@ def run_on_server(
     pre.require()
     pre_clone = preflight(src, purpose="clone", target=sandboxes_root())
     pre_clone.require()
+    if build is not None:
+        build.check(src, pre.restart, progress)
     progress.note(f"restart method: {pre.restart.kind} ({pre.restart.detail})")
     for p in pre.problems + pre_clone.problems:
         progress.note(f"note: {p.message} ({p.hint})")
@@ -123,10 +129,12 @@ def run_on_server(
         )
     for s, desired, ch in planned:
         progress.note(f"will change {s.target}: {ch.current} -> {desired}")
+    if build is not None:
+        build.make(progress)
     clone_name = f"accel-{uuid.uuid4().hex[:8]}"
     progress.step(f"clone '{clone_name}' of the server")
     try:
-        cmp, scaled = _ab_on_clone(req, target, plan, pc, facts, out, clone_name, progress)
+        cmp, scaled = _ab_on_clone(req, target, plan, pc, facts, out, clone_name, progress, build)
     finally:
         if not target.keep_clone and Sandbox.exists(clone_name):
             progress.note(f"removing clone '{clone_name}'")
@@ -141,6 +149,8 @@ def run_on_server(
         figures=[_clone_figures(scaled)],
         clone_plan=scaled.summary(),
     )
+    if build is not None:
+        result = build.measured(result, progress)
     if not improves and not target.force:
         gain = "n/a" if cmp.geomean_delta_pct is None else f"{cmp.geomean_delta_pct:+.1f}%"
         progress.note(
@@ -152,7 +162,8 @@ def run_on_server(
     progress.step("apply to the server, guarded")
     if not target.yes and not progress.confirm(f"apply {len(planned)} change(s) to the server?"):
         raise UsageError("applying to an existing server needs confirmation", hint="pass --yes")
-    return _apply_and_verify(result, target, handle, pc, progress)
+    done = _apply_and_verify(result, target, handle, pc, progress)
+    return build.after_apply(done, handle, pc, progress) if build is not None else done
 
 
 def _ab_on_clone(
@@ -164,6 +175,7 @@ def _ab_on_clone(
     out: Path,
     clone_name: str,
     progress: Progress,
+    build: ServerBuildHooks | None = None,
 ) -> tuple[Comparison, ScaledPlan]:
     only = plan.model_copy(update={"recommendations": pc.recs})
     made = make_clone(
@@ -176,6 +188,8 @@ def _ab_on_clone(
         progress.note(scaled.describe())
     cand = write_candidate(scaled.plan, facts, out / "tuned.cnf")
     progress.step("interleaved A/B on the clone: the server's configuration vs the plan")
+    if build is not None:
+        return build.arms(req, clone_name, cand.path, out, progress), scaled
     res = ab_against_base(req, clone_name, cand.path, out, progress)
     return res.comparison, scaled
 

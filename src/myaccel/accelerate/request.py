@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from myaccel.accelerate.build_arm import BuildSpec, BuiltServer
 from myaccel.accelerate.candidate import CandidateConfig
@@ -17,6 +17,11 @@ from myaccel.bench.workload import Workload
 from myaccel.model import Facts
 from myaccel.rules.model import Plan
 from myaccel.server.connection import ConnectParams
+
+if TYPE_CHECKING:
+    from myaccel.actions.plan_apply import PlannedChanges, ServerHandle
+    from myaccel.clone.preflight import RestartMethod
+    from myaccel.clone.source import SourceServer
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,8 @@ class AccelerateResult:
     figures: list[str] = field(default_factory=list)  # which figures came from where
     # on an existing server: the plan as the clone ran it (memory knobs scaled, said so)
     clone_plan: dict[str, object] | None = None
+    swap_journal: Path | None = None  # --build --swap-binary on an existing server
+    swap_live: dict[str, object] | None = None  # the guard's windows over that swap
 
 
 class Progress(BenchProgress, Protocol):
@@ -92,3 +99,28 @@ class Progress(BenchProgress, Protocol):
 
     def ab_done(self, result: AbResult) -> None:
         """The A/B on the sandbox ended."""
+
+
+class ServerBuildHooks(Protocol):
+    """``--build`` on an existing server (``existing_build.ServerBuild``), as the
+    existing-server flow calls it: ``check`` after its preflight, ``make`` before the clone,
+    ``arms`` for the A/B on the clone, ``measured`` on its result, ``after_apply`` once the
+    plan passed its guard."""
+
+    def check(self, src: SourceServer, restart: RestartMethod, progress: Progress) -> None: ...
+
+    def make(self, progress: Progress) -> None: ...
+
+    def arms(
+        self, req: AccelerateRequest, clone: str, candidate: Path, out: Path, progress: Progress
+    ) -> Comparison: ...
+
+    def measured(self, result: AccelerateResult, progress: Progress) -> AccelerateResult: ...
+
+    def after_apply(
+        self,
+        result: AccelerateResult,
+        handle: ServerHandle,
+        pc: PlannedChanges,
+        progress: Progress,
+    ) -> AccelerateResult: ...

@@ -126,7 +126,8 @@ def _replay(
 @click.option(
     "--server-unit",
     metavar="UNIT",
-    help="Existing server: systemd unit to restart for restart-only knobs.",
+    help="Existing server: systemd unit to restart for restart-only knobs (and whose "
+    "binary --swap-binary swaps).",
 )
 @click.option(
     "--conf-dir", metavar="DIR", help="Existing server: directory for the managed 99-myaccel.cnf."
@@ -179,9 +180,10 @@ def _replay(
 @click.option(
     "--build",
     is_flag=True,
-    help="Sandbox: also build the server's exact version with PGO+LTO (its Debian source "
-    "package, or --source) and measure three arms in one interleaved campaign: distro "
-    "defaults, distro + plan, build + plan. Resumable; takes over an hour on 2 cores.",
+    help="Also build the server's exact version with PGO+LTO (its Debian source "
+    "package, or --source) and measure three arms in one interleaved campaign (on the "
+    "sandbox, or on an existing server's clone): distro defaults, distro + plan, build + "
+    "plan. Resumable; takes over an hour on 2 cores.",
 )
 @click.option(
     "--source",
@@ -205,8 +207,9 @@ def _replay(
 @click.option(
     "--swap-binary",
     is_flag=True,
-    help="With --build: afterwards the sandbox runs the build, a journaled change "
-    "(`myaccel rollback` undoes it).",
+    help="With --build: afterwards the sandbox runs the build; an existing server's systemd "
+    "unit (--server-unit, or found) too, after the plan and only if build + plan beat "
+    "distro + plan on the clone, guarded like the plan. Journaled (`myaccel rollback`).",
 )
 @options_into(AccelerateOptions)
 def accelerate(opts: AccelerateOptions) -> None:
@@ -230,11 +233,10 @@ def accelerate(opts: AccelerateOptions) -> None:
         conn = opts.conn
         target: pipeline.SandboxTarget | pipeline.ExistingServer
         if conn.given and conn.sandbox is None:
-            if build_spec is not None or opts.basedir:
+            if opts.basedir:
                 raise UsageError(
-                    "--build and --basedir measure on a sandbox, not on an existing server",
-                    hint="drop the server options (or clone the server first: myaccel clone); "
-                    "swapping a real server's binary is not implemented yet",
+                    "--basedir chooses a sandbox's server, not an existing server's",
+                    hint="drop --basedir: the clone runs the server's own binary",
                 )
             target = pipeline.ExistingServer(
                 params=resolve(conn),
@@ -273,11 +275,11 @@ def accelerate(opts: AccelerateOptions) -> None:
             AccelerateProgress(),
         )
         out = result.out_dir
+        if result.build is not None:
+            b = result.build
+            how = "reused" if b.reused else f"built in {b.wall_s / 60:.1f} min"
+            click.echo(f"build: {b.install} ({how}; manifest {b.manifest})")
         if isinstance(target, pipeline.SandboxTarget):  # its A/B was shown as it ended
-            if result.build is not None:
-                b = result.build
-                how = "reused" if b.reused else f"built in {b.wall_s / 60:.1f} min"
-                click.echo(f"build: {b.install} ({how}; manifest {b.manifest})")
             if result.journal is not None:
                 click.echo(f"binary swapped with journal {result.journal}; undo: myaccel rollback")
             extra = [result.build.manifest] if result.build is not None else []
@@ -292,17 +294,24 @@ def accelerate(opts: AccelerateOptions) -> None:
             click.echo(f"applied with journal {result.journal}; undo with: myaccel rollback")
         else:
             click.echo("nothing applied to the server")
-        report_after_run([out, *([result.journal] if result.journal else [])], out)
+        if result.swap_live is not None:
+            _echo_live(result.swap_live, "swap ")
+        if result.swap_journal:
+            click.echo(f"binary swapped with journal {result.swap_journal}; undo: myaccel rollback")
+        extra = [p for p in (result.journal, result.swap_journal) if p]
+        if result.build is not None:
+            extra.append(result.build.manifest)
+        report_after_run([out, *extra], out)
         click.echo(f"results: {out}; total {(time.monotonic() - t0) / 60:.1f} min")
 
 
-def _echo_live(live: dict[str, object]) -> None:
+def _echo_live(live: dict[str, object], what: str = "") -> None:
     """The guard's two windows, one line each."""
     for key in ("before", "after"):
         w = live.get(key)
         if not isinstance(w, dict):
             continue
-        parts = [f"live {key}: {w.get('seconds')} s"]
+        parts = [f"live {what}{key}: {w.get('seconds')} s"]
         for name, unit in (("qps", "statements/s"), ("latency_ms", "ms"), ("error_rate", "")):
             st = w.get(name)
             if isinstance(st, dict):
