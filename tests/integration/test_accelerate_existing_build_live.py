@@ -104,7 +104,9 @@ def test_three_arms_on_the_clone(prod: Sandbox, tmp_path: Path) -> None:
     assert res.comparison.baseline_label == "distro defaults"
     assert set(res.more) == {"build", "build-vs-plan"}
     assert res.more["build-vs-plan"].candidate_label == "build + plan"
-    assert res.figures == [CLONE_ARMS_FIGURES]  # nothing from the live server: not applied
+    # one line, from the clone (with its memory-scaling note when the plan was scaled);
+    # nothing from the live server: not applied
+    assert len(res.figures) == 1 and res.figures[0].startswith(CLONE_ARMS_FIGURES)
     assert res.journal is None and res.swap_journal is None and res.live is None
     assert not list(journals_dir().glob("*.json"))
     out = tmp_path / "acc"
