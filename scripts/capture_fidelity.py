@@ -6,7 +6,8 @@ mix per class, latency, throughput), for MariaDB 10.11 (general log) and MySQL 9
 
 Usage:
   .venv/bin/python scripts/capture_fidelity.py [--duration 20] [--threads 4]
-      [--flavor mariadb,mysql] [--modes closed,timed] [--paced] [--keep] [--out DIR]
+      [--flavor mariadb,mysql] [--modes closed,timed] [--paced] [--split-cpus] [--keep]
+      [--out DIR]
 
 Sandboxes `fid-<flavor>-a` and `fid-<flavor>-b` are made in a private $MYACCEL_HOME (under
 --out, default a temporary directory) and destroyed at the end unless --keep. The replay
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -70,6 +72,26 @@ def mean_gap(w: Workload) -> str:
     return f"{statistics.fmean(gaps):,.0f} µs {kind}" if gaps else "-"
 
 
+ALL_CPUS = frozenset(os.sched_getaffinity(0))
+
+
+def _split_cpus(servers: list[Sandbox]) -> None:
+    """The servers (every thread) on the first CPU, this process and what it starts (the
+    demo's clients, sysbench) on the others: the server's speed then does not depend on how
+    much CPU the load generator takes, which differs between the demo's Python clients
+    and sysbench (in production the clients run on other hosts)."""
+    cpus = sorted(ALL_CPUS)
+    for sb in servers:
+        assert sb.pid is not None
+        subprocess.run(
+            ["taskset", "-a", "-p", "-c", str(cpus[0]), str(sb.pid)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    os.sched_setaffinity(0, set(cpus[1:]))
+    _note(f"servers on CPU {cpus[0]}, clients on CPUs {','.join(map(str, cpus[1:]))}")
+
+
 def run_flavor(flavor: str, args: argparse.Namespace, out: Path, summary: Summary) -> None:
     made: list[Sandbox] = []
     try:
@@ -78,6 +100,8 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path, summary: Summar
             made.append(sb)
             demo.create_schema(sb.connect_params())
         a, b = made
+        if args.split_cpus:
+            _split_cpus(made)
         t0 = time.monotonic()
         w = _capture(a, args.duration, args.threads)
         save(out / f"{flavor}-captured.json", w, private=True)
@@ -106,6 +130,8 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path, summary: Summar
             summary.append((flavor, name, res.fidelity, f"{mean_gap(w)} → {gap}"))
         print(f"\n({flavor}: {time.monotonic() - t0:.0f} s)")
     finally:
+        if args.split_cpus:
+            os.sched_setaffinity(0, ALL_CPUS)
         if not args.keep:
             for sb in made:
                 sb.destroy()
@@ -135,6 +161,11 @@ def main() -> None:
     ap.add_argument("--modes", default="closed,timed", help="closed,paced,timed,sequence")
     ap.add_argument("--paced", action="store_true", help="add the paced mode")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument(
+        "--split-cpus",
+        action="store_true",
+        help="servers on the first CPU, the load generators on the others",
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="capture-fidelity-"))

@@ -307,3 +307,19 @@ def test_engine_ends_a_wait_past_the_runs_end(tmp_path: Path) -> None:
     q = _run_engine(tmp_path, w, events=0, time_s=1)
     assert [s for _, _, s in q] == ["SELECT 0", "SELECT 1"]
     assert time.monotonic() - t0 < 10  # not 30 s: the run ended at its --time
+
+
+def test_a_two_second_trace_spreads_its_partial_first_second_at_the_full_ones_rate() -> None:
+    """A long capture's traces are cut after a few seconds: with the first second partial
+    (the log started inside it) and one whole second, the first second's statements are
+    spread at the whole second's rate, ending with it, not over the whole second (which
+    made the timed replay of such a trace run at half the captured rate)."""
+    from myaccel.bench.trace_gaps import spread_starts
+    from myaccel.bench.workload import Statement
+
+    sts = [Statement(t_ms=0.0, class_id="c", sql="SELECT 1") for _ in range(200)]
+    sts += [Statement(t_ms=1000.0, class_id="c", sql="SELECT 1") for _ in range(1000)]
+    starts = spread_starts(sts)
+    assert starts[0] == pytest.approx(1 - 200 / 1000)  # 0.8 s: the partial second's start
+    assert starts[199] < 1.0 <= starts[200]
+    assert starts[-1] - starts[0] == pytest.approx(1.2 - 1 / 1000, abs=1e-6)

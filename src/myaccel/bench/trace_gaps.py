@@ -65,13 +65,15 @@ def spread_starts(statements: Sequence[Statement]) -> list[float]:
     within it (the partial first and last seconds as the module says)."""
     runs = _seconds(statements)
     inner = [n for _, n in runs[1:-1]]
-    typical = statistics.median(inner) if inner else 0.0
+    # with no whole second inside the trace (a trace cut after its second second, as the
+    # capture cuts long ones), the fuller of the two is the best estimate of the rate
+    typical = statistics.median(inner) if inner else max((n for _, n in runs), default=0)
     starts: list[float] = []
     for i, (sec, n) in enumerate(runs):
-        if len(runs) > 2 and i == 0:
+        if len(runs) > 1 and i == 0:
             rate = max(n, typical)
             starts += [sec + 1 - (n - k) / rate for k in range(n)]
-        elif len(runs) > 2 and i == len(runs) - 1:
+        elif len(runs) > 1 and i == len(runs) - 1:
             rate = max(n, typical)
             starts += [sec + k / rate for k in range(n)]
         else:

@@ -19,9 +19,9 @@
 -- Timed mode (sequence mode plus MYACCEL_REPLAY.timed = true, gap_from = "end" or "start",
 -- and g = MICROSECONDS in each step): before a statement the thread waits until g after the
 -- end (gap_from "end": the captured client's time between statements) or the start
--- (gap_from "start": the captured schedule) of the previous statement it issued, or not at
--- all when that time has passed (closed loop: a slower server makes the thread fall
--- behind, it never hurries). The wait is outside sysbench's event, so an event's latency
+-- (gap_from "start": the captured schedule, kept cumulatively and made up within the
+-- log's 1 s resolution) of the previous statement it issued, or not at all when that time
+-- has passed (closed loop: a slower server makes the thread fall behind). The wait is outside sysbench's event, so an event's latency
 -- is the statement's alone; usleep's overshoot is measured and taken off later waits. A
 -- thread's first statement is issued at once; when its trace starts again, its first step
 -- waits that step's g (0: a trace's first statement has no captured gap). A wait that
@@ -87,6 +87,7 @@ local ffi = require("ffi")
 local now_us = nil
 local last_start, last_end = nil, nil
 local overshoot = 0 -- usleep's mean overshoot (us)
+local sched = nil -- gap_from "start": when the schedule had the last step start (us)
 local deadline = nil -- the run's end (us), with --time
 
 if R.timed then
@@ -107,6 +108,14 @@ local function wait_for(step)
     return false
   end
   local due = base + (step.g or 0)
+  if R.gap_from == "start" then
+    -- the captured schedule (start to start) is kept cumulatively: a statement that ran
+    -- longer than its gap is made up by the next ones, up to the log's 1 s resolution
+    -- (within its second a connection's statements were as close as the log can tell);
+    -- a thread further behind than that slides its schedule (it never bursts to catch up)
+    sched = math.max((sched or last_start) + (step.g or 0), now_us() - 1e6)
+    due = sched
+  end
   if deadline and due > deadline then
     local left = deadline - now_us()
     if left >= 1 then
