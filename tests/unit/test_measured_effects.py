@@ -6,22 +6,11 @@ from myaccel.rules.engine import load_rules
 from myaccel.rules.measured import cite_measured, measured_effects, measured_for
 from myaccel.rules.model import Recommendation
 from myaccel.rules.render import rules_markdown
+from plans import rec
 
 
 def _rec(rule_id: str) -> Recommendation:
-    return Recommendation(
-        id=rule_id,
-        layer="server",
-        title="t",
-        target="mysql:thread_handling",
-        current="one-thread-per-connection",
-        proposed="pool-of-threads",
-        rationale="r",
-        expected_effect="e",
-        effect_source="seeds/000",
-        risk="restart",
-        verify="v",
-    )
+    return rec(rule_id, "mysql:thread_handling", "pool-of-threads", risk="restart")
 
 
 def test_every_row_names_a_registered_rule_and_a_sane_interval() -> None:
@@ -43,12 +32,12 @@ def test_a_plan_cites_rows_only_for_a_server_like_the_measured_one() -> None:
     m = measured_effects()[0]
     rec = _rec(m.rule)
     cited = cite_measured(rec, m.flavor, m.cpus)
-    assert cited.effect_source.startswith("seeds/000; measured on its own")
+    assert cited.effect_source.startswith("s; measured on its own")
     assert f"{m.delta_pct:+.1f}%" in cited.effect_source
     other_flavor = "mysql" if m.flavor == "mariadb" else "mariadb"
     assert cite_measured(rec, other_flavor, m.cpus) == rec
     assert cite_measured(rec, m.flavor, m.cpus * 64) == rec
-    assert cite_measured(_rec("no-such-rule"), m.flavor, m.cpus).effect_source == "seeds/000"
+    assert cite_measured(_rec("no-such-rule"), m.flavor, m.cpus).effect_source == "s"
 
 
 def test_rules_md_shows_each_row_under_its_rule_and_in_the_table() -> None:
