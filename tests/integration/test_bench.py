@@ -193,6 +193,7 @@ def test_ab_aa_reports_no_difference(myaccel_home: Path, tmp_path: Path) -> None
             Sandbox.load("aa").destroy()
 
 
+@pytest.mark.alone
 def test_ab_bigger_buffer_pool_on_io_bound_data_improves(
     myaccel_home: Path, tmp_path: Path
 ) -> None:
