@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from myaccel.artifacts import Source, read_document, save, schema_of, validate, write_text
+from myaccel.bench.profiles import STATEMENTS_PER_EVENT, normalize_workload
 from myaccel.bench.records import USABLE_FAILURE_KINDS, FailureKind, Summary
 from myaccel.bench.run_record import (
     CAMPAIGN_SCHEMA,
@@ -108,6 +109,22 @@ def server_info(admin: ConnectParams) -> tuple[dict[str, Any], dict[str, str]]:
         "buffer_pool_bytes": int(variables.get("innodb_buffer_pool_size", "0") or 0),
     }
     return info, variables
+
+
+def _shape_check(spec: RunSpec, s: RunSummary) -> str | None:
+    """Why the run is not the workload asked for, judged by its statements per event
+    (``STATEMENTS_PER_EVENT``); None when it is, or when it cannot be judged (options
+    passed through, retried errors, another workload)."""
+    want = STATEMENTS_PER_EVENT.get(normalize_workload(spec.workload))
+    if want is None or spec.extra or s.ignored_errors or s.reconnects or s.transactions < 100:
+        return None
+    got = s.queries / s.transactions
+    if abs(got - want) <= 0.02 * want:
+        return None
+    return (
+        f"the client ran {got:.2f} statements per transaction where {spec.workload} runs "
+        f"{want}: not the workload asked for, so the run is left out"
+    )
 
 
 def _steady_cv(series: list[SeriesPoint], warmup_s: int) -> float | None:
@@ -225,6 +242,9 @@ def measure_run(
             reasons.append(f"the client reconnected {recon} time(s)")
         if err_rate > 1.0:
             warnings.append(f"error rate {err_rate:.1f}% of transactions")
+        shape = _shape_check(spec, summary)
+        if shape:
+            reasons.append(shape)
     cv = _steady_cv(series, spec.warmup_s)
     if cv is not None and cv > 25:
         warnings.append(f"throughput not steady: per-second TPS CV {cv:.0f}% after warm-up")
