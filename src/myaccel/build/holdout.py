@@ -33,11 +33,7 @@ class HoldoutStage(Stage):
     title = "replay the held-out part of the captured workload"
 
     def inputs(self, ctx: BuildContext) -> dict[str, Any]:
-        return {
-            **workload_inputs(ctx.request),
-            "compare_with": ctx.request.compare_with,
-            "binaries": dict(ctx.manifest.binaries),
-        }
+        return {**workload_inputs(ctx.request), **ctx.comparison_inputs()}
 
     def skip_reason(self, ctx: BuildContext) -> str | None:
         if ctx.toolchain.cross:

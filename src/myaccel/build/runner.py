@@ -88,6 +88,11 @@ class BuildContext:
     def save(self) -> None:
         self.manifest.save(self.layout.out)
 
+    def comparison_inputs(self) -> dict[str, Any]:
+        """What a stage measuring this build against ``--compare-with``'s depends on: the
+        baseline tree and this build's binaries."""
+        return {"compare_with": self.request.compare_with, "binaries": dict(self.manifest.binaries)}
+
     def run_logged(
         self,
         argv: Sequence[str],

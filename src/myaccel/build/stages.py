@@ -394,11 +394,7 @@ class MeasureStage(Stage):
     title = "callgrind instructions per operation"
 
     def inputs(self, ctx: BuildContext) -> dict[str, Any]:
-        return {
-            "ops": ctx.request.measure_ops,
-            "compare_with": ctx.request.compare_with,
-            "binaries": dict(ctx.manifest.binaries),
-        }
+        return {"ops": ctx.request.measure_ops, **ctx.comparison_inputs()}
 
     def skip_reason(self, ctx: BuildContext) -> str | None:
         from myaccel import proc

@@ -179,10 +179,9 @@ def write_outputs(cmp: Comparison, out: Path) -> None:
     "--force", is_flag=True, help="Compare runs of different hosts, versions or datasets anyway."
 )
 @options.json("Print the comparison JSON.")
-@click.option(
+@options.directory(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False),
     help="Write comparison.json and comparison.md here.",
 )
 def compare(

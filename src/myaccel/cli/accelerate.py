@@ -123,15 +123,11 @@ def _replay(
 @options.time
 @options.scale
 @options.out_dir
-@click.option(
-    "--server-unit",
-    metavar="UNIT",
-    help="Existing server: systemd unit to restart for restart-only knobs (and whose "
-    "binary --swap-binary swaps).",
+@options.server_unit(
+    "Existing server: systemd unit to restart for restart-only knobs (and whose "
+    "binary --swap-binary swaps)."
 )
-@click.option(
-    "--conf-dir", metavar="DIR", help="Existing server: directory for the managed 99-myaccel.cnf."
-)
+@options.conf_dir("Existing server: directory for the managed 99-myaccel.cnf.")
 @click.option("--yes", is_flag=True, help="Existing server: apply without asking.")
 @click.option(
     "--restart-command",
@@ -171,9 +167,8 @@ def _replay(
 )
 @options.workload_file
 @options.replay
-@click.option(
+@options.directory(
     "--basedir",
-    type=click.Path(file_okay=False),
     help="Sandbox: the install tree a new sandbox runs (default: the system's server), e.g. "
     "the distribution's binaries of the version to build.",
 )
@@ -185,14 +180,12 @@ def _replay(
     "sandbox, or on an existing server's clone): distro defaults, distro + plan, build + "
     "plan. Resumable; takes over an hour on 2 cores.",
 )
-@click.option(
+@options.directory(
     "--source",
-    type=click.Path(file_okay=False),
     help="With --build: the source tree of the server's version (checked against it).",
 )
-@click.option(
+@options.directory(
     "--build-dir",
-    type=click.Path(file_okay=False),
     help="With --build: the build directory (a complete build there is reused, an "
     "unfinished one resumed; default $MYACCEL_HOME/builds/...).",
 )

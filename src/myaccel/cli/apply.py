@@ -93,15 +93,11 @@ _json_option = options.json(
     "--force", is_flag=True, help="Apply a plan made for other facts (another host or server)."
 )
 @click.option("--partial", is_flag=True, help="Skip layers this user lacks the privileges for.")
-@click.option(
-    "--conf-dir",
-    metavar="DIR",
-    help="Directory for the managed 99-myaccel.cnf (default: the !includedir the running "
-    "server reads, found from its command line).",
+@options.conf_dir(
+    "Directory for the managed 99-myaccel.cnf (default: the !includedir the running "
+    "server reads, found from its command line)."
 )
-@click.option(
-    "--server-unit", metavar="UNIT", help="systemd unit to restart (e.g. mariadb.service)."
-)
+@options.server_unit("systemd unit to restart (e.g. mariadb.service).")
 @click.option(
     "--persist",
     "persist_vars",

@@ -97,7 +97,7 @@ def _training_file(value: str) -> str | None:
     "checked against the binary's version.",
 )
 @click.option("--fetch-only", is_flag=True, help=_HELP_INSTALLED["fetch"])
-@click.option("--basedir", type=click.Path(file_okay=False), help=_HELP_INSTALLED["basedir"])
+@options.directory("--basedir", help=_HELP_INSTALLED["basedir"])
 @click.option("--sandbox", "sandbox_name", metavar="NAME", help=_HELP_INSTALLED["sandbox"])
 @click.option(
     "--opt",
@@ -122,10 +122,9 @@ def _training_file(value: str) -> str | None:
     help="With --train W.json: train on the even-numbered examples of every statement class, "
     "replay the others on the final build (and --compare-with's) and record it in the manifest.",
 )
-@click.option(
+@options.directory(
     "--out",
     "out",
-    type=click.Path(file_okay=False),
     help="Build directory (default: $MYACCEL_HOME/builds/...).",
 )
 @click.option(
@@ -169,9 +168,8 @@ def _training_file(value: str) -> str | None:
 @click.option(
     "--cacheline-bytes", type=click.Choice(["64", "128", "256"]), default="128", show_default=True
 )
-@click.option(
+@options.directory(
     "--compare-with",
-    type=click.Path(file_okay=False),
     metavar="BASEDIR",
     help="Install tree of a baseline build: Ir per op of both.",
 )

@@ -50,6 +50,24 @@ def seconds(name: str, lo: float, hi: float, default: float, help: str) -> Calla
     )
 
 
+def directory(*decls: str, help: str, metavar: str | None = None) -> Callable[[F], F]:
+    """An option naming a directory (``--out``, ``--basedir``, ``--source``, ...)."""
+    return click.option(*decls, type=click.Path(file_okay=False), metavar=metavar, help=help)
+
+
+# ------------------------------------------------- an existing server's files and unit
+
+
+def conf_dir(help: str) -> Callable[[F], F]:
+    """``--conf-dir DIR``: where the managed 99-myaccel.cnf goes, with the command's help."""
+    return click.option("--conf-dir", metavar="DIR", help=help)
+
+
+def server_unit(help: str) -> Callable[[F], F]:
+    """``--server-unit UNIT``: the server's systemd unit, with the command's help."""
+    return click.option("--server-unit", metavar="UNIT", help=help)
+
+
 # ------------------------------------------------- the benchmark profile and its runs
 
 profile = click.option(
@@ -95,11 +113,8 @@ pin_client = click.option(
     metavar="CPUS",
     help="Pin sysbench to these CPUs (taskset list, e.g. 1 or 2-3); recorded. Default: unpinned.",
 )
-out_dir = click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False),
-    help="Results directory (default under $MYACCEL_HOME/results).",
+out_dir = directory(
+    "--out", "out_dir", help="Results directory (default under $MYACCEL_HOME/results)."
 )
 cleanup = click.option(
     "--cleanup", is_flag=True, help="Drop an existing dataset of another size and prepare anew."

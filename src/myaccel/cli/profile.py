@@ -204,10 +204,9 @@ class ProfileCommandOptions(ServerOptions):
     "simulated cache and branch misses; for machines without a PMU). Sandboxes only: the "
     "server restarts under valgrind and back.",
 )
-@click.option(
+@options.directory(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False),
     help="Directory for profile.json, profile.folded, flamegraph.svg "
     "(default $MYACCEL_HOME/profiles/STAMP).",
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -311,18 +311,23 @@ def snapshot_arguments(f: F) -> F:
     return click.argument("name")(click.argument("snap")(f))
 
 
-@snapshot.command(name="save")
-@snapshot_arguments
-@stop_option
+def datadir_copy_command(name: str) -> Callable[[Callable[..., None]], click.Command]:
+    """``snapshot save``/``restore``: NAME SNAP and --stop (they copy the datadir)."""
+
+    def deco(f: Callable[..., None]) -> click.Command:
+        return snapshot.command(name=name)(snapshot_arguments(stop_option(f)))
+
+    return deco
+
+
+@datadir_copy_command("save")
 def snapshot_save(name: str, snap: str, stop_server: bool) -> None:
     """Save the datadir of sandbox NAME as snapshot SNAP."""
     info = Sandbox.load(name).snapshot_save(snap, stop=stop_server, progress=_say)
     _say(f"saved snapshot '{snap}' of sandbox '{name}' ({_format_size(info.size_bytes)})")
 
 
-@snapshot.command(name="restore")
-@snapshot_arguments
-@stop_option
+@datadir_copy_command("restore")
 def snapshot_restore(name: str, snap: str, stop_server: bool) -> None:
     """Replace the datadir of sandbox NAME by snapshot SNAP."""
     info = Sandbox.load(name).snapshot_restore(snap, stop=stop_server, progress=_say)

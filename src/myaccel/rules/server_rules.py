@@ -230,40 +230,6 @@ def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
     ]
 
 
-@rule(
-    "server-buffer-pool-instances",
-    "server",
-    "Buffer pool instances (MySQL)",
-    "MySQL manual: innodb_buffer_pool_instances",
-    order=90,
-)
-def buffer_pool_instances(ctx: RuleContext) -> list[Recommendation]:
-    """MySQL splits the buffer pool into instances to reduce mutex contention: about one per
-    GiB, at most 64 and not more than the CPUs. MariaDB has one pool since 10.5."""
-    if not ctx.has("innodb_buffer_pool_instances") or ctx.flavor == "mariadb":
-        raise Skip("this server has a single buffer pool (MariaDB 10.5+) or no such knob")
-    bp = ctx.planned_bytes("innodb_buffer_pool_size")
-    want = mysql_pool_layout(ctx, bp)[1] or 1
-    cur = ctx.var_int("innodb_buffer_pool_instances")
-    if cur == want:
-        raise Skip(f"already {cur}")
-    return [
-        recommend(
-            ctx,
-            title="Buffer pool instances",
-            target="mysql:innodb_buffer_pool_instances",
-            current=str(cur),
-            proposed=str(want),
-            rationale="about one instance per GiB of buffer pool, at most 64 and the CPU count",
-            evidence={"innodb_buffer_pool_size": str(bp), "cpus": ctx.cpus_evidence()},
-            expected_effect="less buffer pool mutex contention at high concurrency (a few %)",
-            effect_source="MySQL manual: innodb_buffer_pool_instances",
-            risk="restart",
-            verify="SELECT @@innodb_buffer_pool_instances",
-        )
-    ]
-
-
 def redo_target(ctx: RuleContext) -> tuple[int, str]:
     st = ctx.status()
     uptime = int(st.get("Uptime", "0") or 0)

@@ -22,13 +22,14 @@ A row::
 - ``when``: conditions checked in order (``name`` or ``name:arg``, see ``CONDITIONS``);
   the first that fails skips the rule with its ``else`` reason.
 - ``set``: one recommendation per setting. ``proposed`` is a text, ``to`` a formula
-  (``knobs/formula.py``: ``min(16, cpus // 2)``, names ``cpus`` and ``current``, the
-  knob's value or 0). ``when``: ``always``, ``below`` (the current value is known and
+  (``knobs/formula.py``: ``min(16, cpus // 2)``, names ``cpus``, ``current`` (the knob's
+  value or 0) and ``pool_instances`` (MySQL's buffer pool instances for the planned pool,
+  ``server_rules.mysql_pool_layout``)). ``when``: ``always``, ``below`` (the current value is known and
   lower than ``to``) or ``differs`` (the current text is not the proposed one). When no
   setting proposes anything, the rule is skipped with ``unchanged``.
 - Texts are ``str.format`` templates over ``_Values``: ``{var[KNOB]}`` (as the server
   reports it), ``{int[KNOB]}``, ``{int0[KNOB]}``, ``{size[KNOB]}``, ``{upper[KNOB]}``,
-  ``{lower[KNOB]}``, ``{status[COUNTER]}``, ``{facts.memory.swappiness.value}``,
+  ``{lower[KNOB]}``, ``{planned[KNOB]}`` (bytes, as other rules planned it), ``{status[COUNTER]}``, ``{facts.memory.swappiness.value}``,
   ``{cpus}``, ``{cpus_evidence}``, ``{numa_nodes}``, ``{findings}``, ``{storage_kind}``, ``{fs_type}``,
   ``{concurrency}``, ``{uptime}``, ``{opened_per_s}``, ``{ram_gib}``. A ``current`` that
   is one field keeps a missing value missing (``null``), where a longer text says ``None``.
@@ -52,11 +53,11 @@ from myaccel.model import Frozen
 from myaccel.rules.base import RuleContext, Skip, format_plan_size, recommend, rule
 from myaccel.rules.conditions import CONDITIONS, concurrency, status_int, storage_kind
 from myaccel.rules.model import Layer, Recommendation
+from myaccel.rules.server_rules import mysql_pool_layout
 from myaccel.units import GiB
 
 SIMPLE_RULES_SCHEMA = "myaccel.simple-rules/1"
 DATA_PATH = Path(__file__).parent / "data" / "simple_rules.json"
-FORMULA_NAMES = frozenset({"cpus", "current"})
 
 
 class SimpleRulesError(MyaccelError, code="rules-data"):
@@ -97,6 +98,17 @@ class Setting(Frozen):
     @property
     def knob(self) -> str:
         return self.target.removeprefix("mysql:")
+
+
+# The names a setting's formula (``to``) may use.
+_FORMULA_VALUES: dict[str, Callable[[RuleContext, Setting], int]] = {
+    "cpus": lambda ctx, _s: ctx.cpus(),
+    "current": lambda ctx, s: ctx.var_int(s.knob) or 0,
+    "pool_instances": lambda ctx, _s: (
+        mysql_pool_layout(ctx, ctx.planned_bytes("innodb_buffer_pool_size"))[1] or 1
+    ),
+}
+FORMULA_NAMES = frozenset(_FORMULA_VALUES)
 
 
 class SimpleRule(Frozen):
@@ -170,6 +182,7 @@ _VALUES: dict[str, Callable[[RuleContext], Any]] = {
     "size": lambda ctx: _View(lambda k: _size(ctx, k)),
     "upper": lambda ctx: _View(lambda k: (ctx.var(k) or "").upper()),
     "lower": lambda ctx: _View(lambda k: (ctx.var(k) or "").lower()),
+    "planned": lambda ctx: _View(lambda k: str(ctx.planned_bytes(k))),
     "status": lambda ctx: _View(lambda k: str(status_int(ctx, k))),
     "facts": lambda ctx: ctx.facts,
     "cpus": lambda ctx: ctx.cpus(),
@@ -237,9 +250,7 @@ def _propose(
 ) -> Recommendation | None:
     current = _render_current(s.current, values)
     if s.to is not None:
-        want = _formula(s.to).evaluate(
-            lambda name: ctx.cpus() if name == "cpus" else ctx.var_int(s.knob) or 0
-        )
+        want = _formula(s.to).evaluate(lambda name: _FORMULA_VALUES[name](ctx, s))
         proposed = str(want)
         if s.when == "below":
             cur = ctx.var_int(s.knob)
