@@ -3,6 +3,10 @@ it was asked for is left out (``bench.campaign._shape_check``)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
+
 from myaccel.bench.campaign import _shape_check
 from myaccel.bench.run_record import RunSummary
 from myaccel.bench.runner import RunSpec
@@ -57,3 +61,63 @@ def test_not_judged_with_workload_options_retries_or_other_workloads() -> None:
     assert _shape_check(spec("/tmp/mine.lua"), odd) is None
     assert _shape_check(spec("oltp_read_only"), summary(1_000, 16_000)) is None
     assert _shape_check(spec("oltp_read_only"), summary(1_000, 12_000)) is not None
+
+
+class FakeSandbox:
+    """Counts what ``run_campaign`` asks of a sandbox (no server)."""
+
+    pid = 4242
+
+    def __init__(self) -> None:
+        self.starts = 0
+        self.restores = 0
+
+    def stop(self) -> None:
+        pass
+
+    def snapshot_restore(self, name: str) -> None:
+        self.restores += 1
+
+    def start(self, options: object, wrapper: object = ()) -> None:
+        self.starts += 1
+
+
+def test_a_run_of_another_workload_is_run_again_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from myaccel.bench import ab
+    from myaccel.bench.profiles import get_profile
+
+    shapes = iter([6.0, 3.0, 6.0, 6.0, 4.0, 4.0])  # the 2nd run is odd, the 5th twice
+    seen: list[tuple[int, str, int | None]] = []
+
+    def fake_measure(ctx: object, spec: RunSpec, *, index: int, arm: str | None = None) -> object:
+        seen.append((index, str(arm), spec.seed))
+        per_tx = next(shapes)
+        why = _shape_check(spec, summary(10_000, int(10_000 * per_tx)))
+        return SimpleNamespace(validity=SimpleNamespace(reasons=[why] if why else []))
+
+    monkeypatch.setattr(ab, "measure_run", fake_measure)
+    prof = replace(get_profile("quick"), workloads=("oltp_write_only",), threads=(16,))
+    prof = replace(prof, runs_per_arm=2)
+    sb = FakeSandbox()
+    plan = ab.AbPlan(
+        sandbox=sb,  # type: ignore[arg-type]
+        profile=prof,
+        arms={"baseline": ab.Arm("baseline"), "candidate": ab.Arm("candidate")},
+        prewarm=False,
+    )
+    ctx = SimpleNamespace(records=[], server_pid=None)
+    ab.run_campaign(plan, ctx)  # type: ignore[arg-type]
+    # ABBA: 4 visits. The 2nd run is odd: run again (same arm, same seed). The 4th visit's
+    # run and its one retry are both odd: no third attempt.
+    assert [(i, a) for i, a, _ in seen] == [
+        (1, "baseline"),
+        (2, "candidate"),
+        (3, "candidate"),
+        (4, "candidate"),
+        (5, "baseline"),
+        (6, "baseline"),
+    ]
+    assert seen[1][2] == seen[2][2]  # the retry keeps the round's seed
+    assert sb.restores == 6 and sb.starts == 6  # every attempt from a restored snapshot

@@ -111,6 +111,9 @@ def server_info(admin: ConnectParams) -> tuple[dict[str, Any], dict[str, str]]:
     return info, variables
 
 
+NOT_THE_WORKLOAD = "not the workload asked for"
+
+
 def _shape_check(spec: RunSpec, s: RunSummary) -> str | None:
     """Why the run is not the workload asked for, judged by its statements per event
     (``STATEMENTS_PER_EVENT``); None when it is, or when it cannot be judged (options
@@ -123,8 +126,13 @@ def _shape_check(spec: RunSpec, s: RunSummary) -> str | None:
         return None
     return (
         f"the client ran {got:.2f} statements per transaction where {spec.workload} runs "
-        f"{want}: not the workload asked for, so the run is left out"
+        f"{want}: {NOT_THE_WORKLOAD}, so the run is left out"
     )
+
+
+def ran_another_workload(rec: RunRecord) -> bool:
+    """Whether ``rec`` was left out by ``_shape_check`` (its cell is worth running again)."""
+    return any(NOT_THE_WORKLOAD in r for r in rec.validity.reasons)
 
 
 def _steady_cv(series: list[SeriesPoint], warmup_s: int) -> float | None:
