@@ -1,13 +1,19 @@
 """Capture fidelity, measured: the demo workload (myaccel.capture.demo: a shop schema and
-PyMySQL clients running a known mix) captured on one sandbox, replayed on a second one
-holding the same schema while that replay is captured, and the two compared (statement
-mix per class, latency, throughput), for MariaDB 10.11 (general log) and MySQL 9.7
-(performance_schema). Prints the tables; asserts nothing (times depend on the machine).
+a known mix run by PyMySQL clients or by sysbench) captured on one sandbox, replayed on a
+second one holding the same schema while that replay is captured, and the two compared
+(statement mix per class, latency, throughput), for MariaDB 10.11 (general log) and MySQL
+9.7 (performance_schema). Prints the tables; asserts nothing (times depend on the machine).
 
 Usage:
   .venv/bin/python scripts/capture_fidelity.py [--duration 20] [--threads 4]
       [--flavor mariadb,mysql] [--modes closed,timed] [--paced] [--split-cpus] [--keep]
-      [--out DIR]
+      [--driver python|sysbench] [--out DIR]
+
+--driver picks what runs the demo's mix during the capture: `python` (the default: PyMySQL
+threads in this process, the figures of docs/workloads.md) or `sysbench` (the same
+statements, weights and parameter ranges through lua/myaccel_demo_mix.lua: a C client, as
+the replay's, so that the closed-loop replay at the same concurrency faces a capture whose
+client cost the same CPU per statement).
 
 Sandboxes `fid-<flavor>-a` and `fid-<flavor>-b` are made in a private $MYACCEL_HOME (under
 --out, default a temporary directory) and destroyed at the end unless --keep. The replay
@@ -47,8 +53,10 @@ def _note(msg: str) -> None:
     print(f"  . {msg}", flush=True)
 
 
-def _capture(sb: Sandbox, duration: float, threads: int) -> Workload:
-    driver = demo.Driver(sb.connect_params(), threads=threads).start(settle_s=1.0)
+def _capture(sb: Sandbox, duration: float, threads: int, kind: demo.DriverKind) -> Workload:
+    # sysbench's own bound: the settle, the capture's baseline and window, its start and end
+    bound = int(duration) + 120
+    driver = demo.start_driver(kind, sb.connect_params(), threads, settle_s=1.0, time_s=bound)
     try:
         return capture(CaptureRequest(target=sb.connect_params(), duration_s=duration), _note)
     finally:
@@ -62,7 +70,12 @@ MODES: dict[str, tuple[ReplayMode, bool, str]] = {
     "timed": ("timed", False, "timed (each connection's captured gaps)"),
     "sequence": ("sequence", False, "sequence (closed loop, no gaps)"),
 }
-Summary = list[tuple[str, str, Fidelity, str]]
+Summary = list[tuple[str, str, str, Fidelity, str]]
+# what --driver captures, as the tables say it
+DRIVER_TITLES: dict[str, str] = {
+    "python": "the demo's PyMySQL clients",
+    "sysbench": "the demo's mix through sysbench (lua/myaccel_demo_mix.lua)",
+}
 
 
 def mean_gap(w: Workload) -> str:
@@ -103,11 +116,12 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path, summary: Summar
         if args.split_cpus:
             _split_cpus(made)
         t0 = time.monotonic()
-        w = _capture(a, args.duration, args.threads)
+        w = _capture(a, args.duration, args.threads, args.driver)
         save(out / f"{flavor}-captured.json", w, private=True)
         print(format_workload(w))
         o = w.overhead
         print(f"\n## {flavor}: captured {w.statements_total:,} statements from {w.source}")
+        print(f"captured: {DRIVER_TITLES[args.driver]}, {args.threads} connections")
         if o is not None:
             print(
                 f"capture cost: {o.qps_before} statements/s before, {o.qps_during} during, "
@@ -122,12 +136,13 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path, summary: Summar
             res = check_replay(w, req, _note, paced=paced, mode=mode)
             save(out / f"{flavor}-replayed-{name}.json", res.replayed, private=True)
             print(f"\n### replay {title}\n")
+            print(f"captured ({args.driver} driver) vs replayed (sysbench replay, {name})\n")
             print(format_fidelity(res.fidelity))
             gap = mean_gap(res.replayed)
             print(
                 f"mean gap between a connection's statements: {mean_gap(w)} captured, {gap} replayed"
             )
-            summary.append((flavor, name, res.fidelity, f"{mean_gap(w)} → {gap}"))
+            summary.append((flavor, args.driver, name, res.fidelity, f"{mean_gap(w)} → {gap}"))
         print(f"\n({flavor}: {time.monotonic() - t0:.0f} s)")
     finally:
         if args.split_cpus:
@@ -139,15 +154,15 @@ def run_flavor(flavor: str, args: argparse.Namespace, out: Path, summary: Summar
 
 def format_summary(summary: Summary) -> str:
     lines = [
-        "| flavor | replay | largest mix difference | statements/s captured → replayed "
-        "| mean gap captured → replayed |",
-        "|---|---|---:|---|---|",
+        "| flavor | captured driver | replay | largest mix difference "
+        "| statements/s captured → replayed | mean gap captured → replayed |",
+        "|---|---|---|---:|---|---|",
     ]
-    for flavor, name, f, gap in summary:
+    for flavor, driver, name, f, gap in summary:
         ratio = f.throughput_ratio
         pct = f" ({100 * (ratio - 1):+.1f}%)" if ratio is not None else ""
         lines.append(
-            f"| {flavor} | {name} | {f.max_diff_pts:.1f} pts | "
+            f"| {flavor} | {driver} | {name} | {f.max_diff_pts:.1f} pts | "
             f"{f.captured_qps:,.0f} → {f.replayed_qps:,.0f}{pct} | {gap} |"
         )
     return "\n".join(lines)
@@ -161,6 +176,13 @@ def main() -> None:
     ap.add_argument("--modes", default="closed,timed", help="closed,paced,timed,sequence")
     ap.add_argument("--paced", action="store_true", help="add the paced mode")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument(
+        "--driver",
+        choices=demo.DRIVERS,
+        default="python",
+        help="what runs the demo's mix during the capture: python (PyMySQL threads) or "
+        "sysbench (the same mix through lua/myaccel_demo_mix.lua, a C client as the replay's)",
+    )
     ap.add_argument(
         "--split-cpus",
         action="store_true",

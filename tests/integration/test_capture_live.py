@@ -4,8 +4,8 @@ capture` records it on one sandbox; `myaccel capture --check` replays it on a se
 sandbox holding the same schema and captures the replay. Asserted: the known classes and
 their shares, the replayed mix within 5 points per class, the server's settings exactly as
 before (journal rolled back), the capture's cost printed, `rollback` after a crash, a
-timed replay (`--replay-mode timed`: each connection's captured gaps) that runs. Times are
-printed, never asserted (scripts/capture_fidelity.py is the 20 s benchmark)."""
+timed replay (`--replay-mode timed`: each connection's captured gaps) that runs, the
+demo's mix through its sysbench driver in MIX's proportions. Times are printed, never asserted (scripts/capture_fidelity.py is the 20 s benchmark)."""
 
 from __future__ import annotations
 
@@ -206,6 +206,32 @@ def test_mariadb_general_log(mariadb: Pair, tmp_path: Path) -> None:
             log,
         )
     assert detail["runs"][0]["statements_per_s"] > 0, (tmp_path / "train.log").read_text()
+
+
+def test_sysbench_driver_runs_the_mix(mariadb: Pair, tmp_path: Path) -> None:
+    """The demo's mix through sysbench (`demo.SysbenchDriver`, lua/myaccel_demo_mix.lua),
+    captured for 2 s: the five classes in MIX's proportions (within 5 points), one
+    connection per sysbench thread."""
+    t0 = time.monotonic()
+    w_path = tmp_path / "w.json"
+    driver = demo.start_driver("sysbench", mariadb.a.connect_params(), threads=2, time_s=60)
+    try:
+        code, _out, err = mariadb.run(
+            "capture", "--sandbox", mariadb.a.name, *WINDOW, "--out", str(w_path)
+        )
+    finally:
+        driver.stop()
+    assert code == 0, err
+    w = load_workload(w_path)
+    assert w.concurrency.connections == 2
+    assert {c.text for c in w.replay_classes()} == {text for _, text in demo.MIX}
+    shares = {c.text: c.share_pct for c in w.classes}
+    for share, text in demo.MIX:
+        assert abs(shares.get(text, 0) - 100 * share) <= 5, (text, shares)
+    print(
+        f"sysbench driver: {w.statements_per_s:,.0f} statements/s at 2 connections, "
+        f"{time.monotonic() - t0:.1f} s"
+    )
 
 
 def test_mysql_performance_schema(mysql: Pair, tmp_path: Path) -> None:
