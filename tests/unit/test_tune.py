@@ -182,6 +182,19 @@ def test_no_effect_gives_the_honest_verdict(tmp_path: Path) -> None:
     assert o.verdict.endswith("%")
 
 
+def test_a_winner_that_does_not_beat_the_plan_gets_no_ablation(tmp_path: Path) -> None:
+    """Measured on a 60-minute run: the halving's survivor lost the final A/B (-8.6%),
+    and its ablation (22 knobs x 2 arms x 3 runs) would have taken the rest of the hour."""
+    obj = FakeObjective(effect=lambda _c: 1.0, sigma=0.05)  # screens win by noise alone
+    budget = Budget(trials=8, aa_pairs=3, final_runs=5, max_pairs=3, ablation=True)
+    ran = search(tmp_path / "s", obj, budget, only=MEMORY_KNOBS)
+    o = ran.outcome
+    assert o.final is not None and o.winner  # a survivor reached the final A/B...
+    assert not o.improved  # ...and did not beat the plan there
+    assert o.ablation == []
+    assert "ablation" not in {r.stage for r in ran.records}
+
+
 def test_noise_floor_and_halving_keep_the_best() -> None:
     def m(key: str, rung: int, gain: float, n: int) -> Measured:
         return Measured(key, rung, Sample({"c": ([100.0] * n, [100.0 * gain] * n)}))
