@@ -19,7 +19,7 @@ read-write.
 
 Options: --runs N (per arm, default 6), --time S (20), --warmup S (10), --tables N (16),
 --table-size N (100000), --threads N (16, for cells without their own), --out DIR,
---include ID[,ID], --only ID[,ID], --record FILE.
+--include ID[,ID], --only ID[,ID], --skip ID[,ID] (already measured), --record FILE.
 
 `--record FILE` (with `ablate`) writes each measured cell as a row of
 `src/myaccel/rules/data/measured_effects.json` (FILE), replacing a row of the same rule,
@@ -242,6 +242,7 @@ def ablate(a: argparse.Namespace) -> None:
     facts = _facts(sb, measure=True)
     include = {x for x in (a.include or "").split(",") if x}
     only = {x for x in (a.only or "").split(",") if x}
+    skip = {x for x in (a.skip or "").split(",") if x}
     rows: list[str] = []
     for threads in sorted({t for _, t in CELLS.values()} | {a.threads}):
         plan, by_id = _plan(facts, threads)
@@ -253,7 +254,7 @@ def ablate(a: argparse.Namespace) -> None:
             {g: [] for g in include if g not in groups and CELLS.get(g, ("rw", 0))[1] == threads}
         )
         for rule, ids in todo.items():
-            if only and rule not in only:
+            if (only and rule not in only) or rule in skip:
                 continue
             workload, t = CELLS.get(rule, ("rw", a.threads))
             full = list(by_id.values())
@@ -315,6 +316,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("ablation-results"))
     ap.add_argument("--include", default="")
     ap.add_argument("--only", default="")
+    ap.add_argument("--skip", default="")
     ap.add_argument("--record", type=Path)
     ap.add_argument("--from", dest="source", type=Path)
     a = ap.parse_args()

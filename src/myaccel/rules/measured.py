@@ -20,7 +20,9 @@ from pydantic import TypeAdapter
 from myaccel.model import Frozen
 from myaccel.rules.model import Recommendation
 
-Verdict = Literal["improved", "regressed", "inconclusive", "no-difference"]
+Verdict = Literal[
+    "improved", "regressed", "no change", "inconclusive"
+]  # as `ab` says (bench/stats/verdicts.py)
 
 
 class MeasuredEffect(Frozen):
