@@ -47,3 +47,13 @@ def test_rules_md_shows_each_row_under_its_rule_and_in_the_table() -> None:
         section = md.split(f"### `{m.rule}`", 1)[1].split("\n### ", 1)[0]
         assert m.summary() in section
     assert measured_for("no-such-rule") == []
+
+
+def test_a_row_takes_every_verdict_ab_gives() -> None:
+    """The ablation records `ab`'s verdicts as they are (it stopped once on 'no change')."""
+    from typing import get_args
+
+    from myaccel.bench.stats.verdicts import Verdict as AbVerdict
+    from myaccel.rules.measured import Verdict
+
+    assert set(get_args(AbVerdict)) == set(get_args(Verdict))
