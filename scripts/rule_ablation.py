@@ -4,6 +4,7 @@ configuration: interleaved `myaccel ab` runs on one sandbox, printed as tables.
 Usage:
   .venv/bin/python scripts/rule_ablation.py SANDBOX ablate  [options]
   .venv/bin/python scripts/rule_ablation.py SANDBOX expert  [options]
+  .venv/bin/python scripts/rule_ablation.py SANDBOX mysqltuner  [options]
 
 `ablate`: the sandbox is probed (storage measured) and planned; for each applicable
 server recommendation (a rule with its `-max` companion counts as one), `myaccel ab` runs
@@ -15,11 +16,16 @@ the plan plus that rule's setting the candidate, which shows whether the skip is
 `expert`: the plan with storage measured (candidate) against an expert's configuration
 (`innodb_io_capacity=2000`, 2 GiB redo, 4 GiB buffer pool, thread pool) and against the
 plan made without the measurement (the rotational flag only), on write-only and
-read-write.
+read-write (`--workloads`, `--vs expert,flag`).
+
+`mysqltuner`: the plan (candidate) against MySQLTuner's advice (baseline), read from
+MySQLTuner run on the sandbox after one `myaccel bench` run of the first workload
+(scripts/vs_mysqltuner.py translates it).
 
 Options: --runs N (per arm, default 6), --time S (20), --warmup S (10), --tables N (16),
 --table-size N (100000), --threads N (16, for cells without their own), --out DIR,
---include ID[,ID], --only ID[,ID], --skip ID[,ID] (already measured), --record FILE.
+--include ID[,ID], --only ID[,ID], --skip ID[,ID] (already measured), --record FILE,
+--workloads W[,W] (expert, mysqltuner; default wo,rw), --vs expert,flag (expert).
 
 `--record FILE` (with `ablate`) writes each measured cell as a row of
 `src/myaccel/rules/data/measured_effects.json` (FILE), replacing a row of the same rule,
@@ -280,20 +286,7 @@ def ablate(a: argparse.Namespace) -> None:
     print("\n".join(rows))
 
 
-def expert(a: argparse.Namespace) -> None:
-    sb = Sandbox.load(a.sandbox)
-    measured_plan = _plan(_facts(sb, measure=True), a.threads)[1]
-    flag_plan = _plan(_facts(sb, measure=False), a.threads)[1]
-    new = Arm("plan (storage measured)", list(measured_plan.values()))
-    rows: list[str] = []
-    for label, other in (
-        ("expert", Arm("expert", EXPERT)),
-        ("plan from the rotational flag", Arm("plan (rotational flag)", list(flag_plan.values()))),
-    ):
-        tag = "expert" if label == "expert" else "flag-plan"
-        cmp_ = _ab(a.sandbox, other, new, "wo,rw", a.threads, a.out / f"vs-{tag}", a)
-        setting = "; ".join(other.lines) or "(defaults)"
-        rows += [_row(f"plan vs {label}", setting, c) for c in cmp_.cells]
+def _table(new: Arm, rows: list[str]) -> None:
     print()
     print("new plan: " + "; ".join(new.lines))
     print(
@@ -303,10 +296,64 @@ def expert(a: argparse.Namespace) -> None:
     print("\n".join(rows))
 
 
+def _versus(a: argparse.Namespace, new: Arm, others: list[tuple[str, str, Arm]]) -> None:
+    """The plan (candidate) against each other arm (baseline), then one table."""
+    rows: list[str] = []
+    for tag, label, other in others:
+        cmp_ = _ab(a.sandbox, other, new, a.workloads, a.threads, a.out / f"vs-{tag}", a)
+        setting = "; ".join(other.lines) or "(defaults)"
+        rows += [_row(f"plan vs {label}", setting, c) for c in cmp_.cells]
+    _table(new, rows)
+
+
+def expert(a: argparse.Namespace) -> None:
+    sb = Sandbox.load(a.sandbox)
+    measured_plan = _plan(_facts(sb, measure=True), a.threads)[1]
+    new = Arm("plan (storage measured)", list(measured_plan.values()))
+    others: list[tuple[str, str, Arm]] = []
+    if "expert" in a.vs:
+        others.append(("expert", "expert", Arm("expert", EXPERT)))
+    if "flag" in a.vs:
+        flag_plan = _plan(_facts(sb, measure=False), a.threads)[1]
+        others.append(
+            (
+                "flag-plan",
+                "plan from the rotational flag",
+                Arm("plan (rotational flag)", list(flag_plan.values())),
+            )
+        )
+    _versus(a, new, others)
+
+
+def mysqltuner(a: argparse.Namespace) -> None:
+    """MySQLTuner reads status counters, so a `myaccel bench` run of the first workload
+    comes first; then its advice (scripts/vs_mysqltuner.py) is the baseline arm."""
+    from vs_mysqltuner import tuner_advice
+
+    sb = Sandbox.load(a.sandbox)
+    new = Arm(
+        "plan (storage measured)", list(_plan(_facts(sb, measure=True), a.threads)[1].values())
+    )
+    exe = str(Path(sys.executable).with_name("myaccel"))
+    warm = [
+        exe, "bench", "--sandbox", a.sandbox, "-w", a.workloads.split(",")[0], "-t", str(a.threads),
+        "--tables", str(a.tables), "--table-size", str(a.table_size), "--runs", "1",
+        "--time", str(a.time), "--warmup", "0", "--out", str(a.out / "warm"),
+    ]  # fmt: skip
+    print("$", " ".join(warm), flush=True)
+    if subprocess.call(warm) != 0:
+        sys.exit("error: the warm-up `myaccel bench` failed (see its output above)")
+    if not sb.is_running():
+        sb.start()
+    adv = tuner_advice(sb)
+    tuner = Arm("MySQLTuner", [f"{k} = {v}" for k, v in adv.items()])
+    _versus(a, new, [("mysqltuner", "MySQLTuner", tuner)])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sandbox")
-    ap.add_argument("mode", choices=["ablate", "expert", "record"])
+    ap.add_argument("mode", choices=["ablate", "expert", "mysqltuner", "record"])
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--time", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=10)
@@ -318,6 +365,8 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--skip", default="")
     ap.add_argument("--record", type=Path)
+    ap.add_argument("--workloads", default="wo,rw")
+    ap.add_argument("--vs", default="expert,flag")
     ap.add_argument("--from", dest="source", type=Path)
     a = ap.parse_args()
     if a.mode == "record":
@@ -328,7 +377,7 @@ def main() -> None:
     a.out = a.out.resolve()
     if a.out.exists() and any(a.out.iterdir()):
         sys.exit(f"error: {a.out} is not empty (hint: pass a new --out DIR)")
-    (ablate if a.mode == "ablate" else expert)(a)
+    {"ablate": ablate, "expert": expert, "mysqltuner": mysqltuner}[a.mode](a)
 
 
 if __name__ == "__main__":

@@ -54,16 +54,8 @@ def advice(text: str) -> dict[str, str]:
     return out
 
 
-def main() -> None:
-    name, tuned = sys.argv[1], Path(sys.argv[2])
-    rest = sys.argv[3:]
-    sb = Sandbox.load(name)
-    if not sb.is_running():
-        sys.exit(
-            f"error: sandbox {name!r} is not running; MySQLTuner reads the status counters of a "
-            "server that has run the workload (hint: run `myaccel bench --sandbox NAME` or "
-            "`myaccel accelerate` on it first)"
-        )
+def tuner_advice(sb: Sandbox) -> dict[str, str]:
+    """Run MySQLTuner against the running sandbox and translate its advice (exits on none)."""
     r = subprocess.run(
         ["mysqltuner", "--defaults-file", str(sb.option_file), "--nocolor", "--noinfo", "--nogood"],
         capture_output=True,
@@ -80,6 +72,22 @@ def main() -> None:
         print(
             "note: MySQLTuner died with 'Illegal division by zero' (Debian 1.9.9); used the advice printed before it"
         )
+    return adv
+
+
+def main() -> None:
+    if len(sys.argv) < 3:
+        sys.exit("usage: vs_mysqltuner.py SANDBOX MYACCEL_TUNED_CNF [ab options...]")
+    name, tuned = sys.argv[1], Path(sys.argv[2])
+    rest = sys.argv[3:]
+    sb = Sandbox.load(name)
+    if not sb.is_running():
+        sys.exit(
+            f"error: sandbox {name!r} is not running; MySQLTuner reads the status counters of a "
+            "server that has run the workload (hint: run `myaccel bench --sandbox NAME` or "
+            "`myaccel accelerate` on it first)"
+        )
+    adv = tuner_advice(sb)
     cnf = tuned.with_name("mysqltuner.cnf")
     cnf.write_text(
         "# MySQLTuner's advice, translated by scripts/vs_mysqltuner.py\n[mysqld]\n"
