@@ -339,6 +339,7 @@ def mysqltuner(a: argparse.Namespace) -> None:
         exe, "bench", "--sandbox", a.sandbox, "-w", a.workloads.split(",")[0], "-t", str(a.threads),
         "--tables", str(a.tables), "--table-size", str(a.table_size), "--runs", "1",
         "--time", str(a.time), "--warmup", "0", "--out", str(a.out / "warm"),
+        "--ps-mode", "disable",  # counters only; 128 threads exceed the default statement limit
     ]  # fmt: skip
     print("$", " ".join(warm), flush=True)
     if subprocess.call(warm) != 0:
