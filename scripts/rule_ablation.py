@@ -49,6 +49,7 @@ from pathlib import Path
 from myaccel import artifacts
 from myaccel.accelerate.candidate import server_option_lines
 from myaccel.bench.compare import CellResult, Comparison
+from myaccel.errors import MyaccelError
 from myaccel.facts.collect import collect_facts
 from myaccel.facts.cpulimits import server_cpu_budget
 from myaccel.facts.iomeasure import facts_with_measured_storage
@@ -378,6 +379,10 @@ def main() -> None:
     a.out = a.out.resolve()
     if a.out.exists() and any(a.out.iterdir()):
         sys.exit(f"error: {a.out} is not empty (hint: pass a new --out DIR)")
+    try:
+        Sandbox.load(a.sandbox)
+    except MyaccelError as e:
+        sys.exit(f"error: {e} (hint: `myaccel sandbox list` shows the sandboxes of $MYACCEL_HOME)")
     {"ablate": ablate, "expert": expert, "mysqltuner": mysqltuner}[a.mode](a)
 
 
