@@ -376,6 +376,9 @@ def main() -> None:
             sys.exit("error: record needs --from DIR and --record FILE")
         record(a)
         return
+    a.vs = set(filter(None, a.vs.split(",")))
+    if not a.vs or a.vs - {"expert", "flag"}:
+        sys.exit("error: --vs takes expert, flag or both (hint: --vs expert,flag)")
     a.out = a.out.resolve()
     if a.out.exists() and any(a.out.iterdir()):
         sys.exit(f"error: {a.out} is not empty (hint: pass a new --out DIR)")

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from myaccel.errors import MyaccelError
 from myaccel.server.sandbox import Sandbox
 
 UNITS = {"B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -80,7 +81,10 @@ def main() -> None:
         sys.exit("usage: vs_mysqltuner.py SANDBOX MYACCEL_TUNED_CNF [ab options...]")
     name, tuned = sys.argv[1], Path(sys.argv[2])
     rest = sys.argv[3:]
-    sb = Sandbox.load(name)
+    try:
+        sb = Sandbox.load(name)
+    except MyaccelError as e:
+        sys.exit(f"error: {e} (hint: `myaccel sandbox list` shows the sandboxes of $MYACCEL_HOME)")
     if not sb.is_running():
         sys.exit(
             f"error: sandbox {name!r} is not running; MySQLTuner reads the status counters of a "
