@@ -383,9 +383,14 @@ def main() -> None:
     if a.out.exists() and any(a.out.iterdir()):
         sys.exit(f"error: {a.out} is not empty (hint: pass a new --out DIR)")
     try:
-        Sandbox.load(a.sandbox)
+        sb = Sandbox.load(a.sandbox)
     except MyaccelError as e:
         sys.exit(f"error: {e} (hint: `myaccel sandbox list` shows the sandboxes of $MYACCEL_HOME)")
+    if not sb.is_running():
+        sys.exit(
+            f"error: sandbox {a.sandbox!r} is not running; it is probed before any run"
+            f" (hint: `myaccel sandbox start {a.sandbox}`)"
+        )
     {"ablate": ablate, "expert": expert, "mysqltuner": mysqltuner}[a.mode](a)
 
 
