@@ -63,6 +63,9 @@ def test_bench_records_runs_and_reuses_dataset(sandbox_env: Sandbox, tmp_path: P
             and r.server_cpu_s is not None
         )
         assert not any(a.startswith("--mysql-password") for a in r.command)  # private file
+        # what a transaction cost, from the server's counters and the host's
+        assert r.per_txn["page_requests"] > 5, r.per_txn  # a read-only txn reads pages
+        assert r.per_txn["ctx_switches"] > 0 and 0 <= r.per_txn["system_pct"] <= 100
         assert (out / (r.output_file or "")).is_file()
     index = json.loads((out / "campaign.json").read_text())
     assert index["finished"] is True and len(index["runs"]) == 2
@@ -163,6 +166,9 @@ def test_ab_aa_reports_no_difference(myaccel_home: Path, tmp_path: Path) -> None
         for c in cells.values():
             assert c["verdict"] not in ("improved", "regressed"), c
             assert c["n_baseline"] == 4 and c["n_candidate"] == 4
+        # read-write transactions write redo and fsync it; both arms record it
+        redo = cells["oltp_read_write@4"]["per_txn"]["redo_bytes"]
+        assert redo["baseline"] > 100 and redo["candidate"] > 100, redo
         runs: list[RunRecord] = load_runs(out)
         arms = [r.arm for r in runs]
         assert arms[:4] == ["baseline", "baseline", "candidate", "candidate"]  # ABBA visits

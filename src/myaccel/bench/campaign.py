@@ -15,7 +15,7 @@ from typing import Any
 
 from myaccel.artifacts import Source, read_document, save, schema_of, validate, write_text
 from myaccel.bench.profiles import STATEMENTS_PER_EVENT, normalize_workload
-from myaccel.bench.records import USABLE_FAILURE_KINDS, FailureKind, Summary
+from myaccel.bench.records import USABLE_FAILURE_KINDS, FailureKind, Summary, SysbenchOutput
 from myaccel.bench.run_record import (
     CAMPAIGN_SCHEMA,
     CampaignIndex,
@@ -30,12 +30,12 @@ from myaccel.bench.runner import (
     RunSpec,
     execute,
     host_quietness,
-    innodb_counters,
     mask_password,
     process_cpu_s,
     run_argv,
 )
 from myaccel.bench.sysbench_output import parse_output
+from myaccel.bench.work_counters import hit_ratio, host_counters, per_transaction, server_counters
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.model import same_named
 from myaccel.server.connection import ConnectParams, connect, query_rows
@@ -168,13 +168,19 @@ def _run_summary(s: Summary) -> RunSummary:
     )
 
 
-def _hit_ratio(c0: dict[str, int], c1: dict[str, int]) -> float | None:
-    """The buffer pool hit ratio (%) between two counter snapshots; None without reads."""
-    rr = c1.get("Innodb_buffer_pool_read_requests", 0) - c0.get(
-        "Innodb_buffer_pool_read_requests", 0
-    )
-    rd = c1.get("Innodb_buffer_pool_reads", 0) - c0.get("Innodb_buffer_pool_reads", 0)
-    return 100.0 * (1 - rd / rr) if rr > 0 else None
+def _all_events(parsed: SysbenchOutput) -> int:
+    """Transactions in the whole run, warm-up included (the counters around it count the
+    warm-up's work too): the interval reports' events, else the summary's count scaled
+    from its window to the run's length."""
+    events = [i.events for i in parsed.intervals]
+    if events and all(e is not None for e in events):
+        return sum(e or 0 for e in events)
+    s = parsed.summary
+    if s is None:
+        return 0
+    if not s.window_s:
+        return s.transactions
+    return round(s.transactions * s.total_time_s / s.window_s)
 
 
 def _cache_check(expect: Any, hit: float | None) -> str | None:
@@ -206,7 +212,8 @@ def measure_run(
         _, variables = server_info(ctx.admin)
     except MyaccelError as exc:
         ctx.event(f"warning: could not read server variables before the run: {exc.message}")
-    c0 = innodb_counters(ctx.admin)
+    c0 = server_counters(ctx.admin)
+    k0 = host_counters()
     s0 = process_cpu_s(ctx.server_pid)
     h0 = resource.getrusage(resource.RUSAGE_SELF)
     argv, env = run_argv(spec, ctx.target)
@@ -219,7 +226,8 @@ def measure_run(
     )
     h1 = resource.getrusage(resource.RUSAGE_SELF)
     s1 = process_cpu_s(ctx.server_pid)
-    c1 = innodb_counters(ctx.admin)
+    k1 = host_counters()
+    c1 = server_counters(ctx.admin)
     parsed = parse_output(raw.output, exit_code=raw.exit_code)
 
     out_file = ctx.out_dir / f"run-{index:03d}.out"
@@ -257,7 +265,7 @@ def measure_run(
     if cv is not None and cv > 25:
         warnings.append(f"throughput not steady: per-second TPS CV {cv:.0f}% after warm-up")
 
-    hit = _hit_ratio(c0, c1)
+    hit = hit_ratio(c0, c1)
     cache_check = _cache_check(ctx.dataset.get("expect"), hit)
     if cache_check and cache_check != "holds":
         warnings.append(cache_check)
@@ -310,6 +318,9 @@ def measure_run(
         client_cpu_s=round(raw.client_cpu_s, 3),
         server_cpu_s=round(s1 - s0, 3) if s0 is not None and s1 is not None else None,
         harness_cpu_s=round(harness, 3),
+        per_txn={
+            k: round(v, 4) for k, v in per_transaction(c0, c1, k0, k1, _all_events(parsed)).items()
+        },
         output_file=out_file.name,
     )
     path = ctx.out_dir / f"run-{index:03d}.json"

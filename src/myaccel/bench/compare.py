@@ -15,6 +15,7 @@ from pydantic import Field
 from myaccel.artifacts import artifact
 from myaccel.bench import stats
 from myaccel.bench.run_record import RunRecord
+from myaccel.bench.work_counters import CounterMedians, counter_differences
 from myaccel.errors import UsageError
 from myaccel.model import Frozen, same_named
 
@@ -46,6 +47,7 @@ class CellResult(Frozen):
     candidate_p95_ms_median: float | None = None
     baseline_tps: list[float] = Field(default_factory=list)
     candidate_tps: list[float] = Field(default_factory=list)
+    per_txn: dict[str, CounterMedians] = Field(default_factory=dict)
 
 
 # The CellResult fields a cell's CellComparison gives under the same name.
@@ -198,6 +200,7 @@ def compare_runs(
                 candidate_p95_ms_median=statistics.median(p95b) if p95b else None,
                 baseline_tps=list(c.baseline_values),
                 candidate_tps=list(c.candidate_values),
+                per_txn=_per_txn_medians(oa, ob),
             )
         )
     geo: stats.GeoMean | None = None
@@ -223,6 +226,18 @@ def compare_runs(
         warnings=warnings,
         forced=bool(probs),
     )
+
+
+def _per_txn_medians(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> dict[str, CounterMedians]:
+    """The median of each per-transaction figure both arms' valid runs recorded."""
+    keys = set.intersection(*(set(r.per_txn) for r in [*a, *b])) if a and b else set()
+    return {
+        k: CounterMedians(
+            baseline=statistics.median(r.per_txn[k] for r in a),
+            candidate=statistics.median(r.per_txn[k] for r in b),
+        )
+        for k in sorted(keys)
+    }
 
 
 def _f(v: float | None, fmt: str = ",.1f") -> str:
@@ -257,6 +272,11 @@ def format_markdown(cmp: Comparison) -> str:
             f"- {c.workload} @ {c.threads}: {c.reason}"
             + (f" Next: {c.advice[0]}" if c.advice else "")
         )
+        if differ := counter_differences(c.per_txn):
+            notes.append(
+                f"- {c.workload} @ {c.threads}, per transaction ({cmp.baseline_label} -> "
+                f"{cmp.candidate_label}, medians): {differ}"
+            )
     if notes:
         lines += ["", *notes]
     for w in cmp.warnings:

@@ -389,24 +389,6 @@ def host_quietness(sample_s: float = 1.0) -> dict[str, float]:
         return {}
 
 
-def innodb_counters(target: ConnectParams) -> dict[str, int]:
-    try:
-        conn = connect(target)
-    except MyaccelError:
-        return {}
-    try:
-        rows = query_rows(
-            conn,
-            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_read_requests',"
-            "'Innodb_buffer_pool_reads','Innodb_data_reads','Innodb_data_writes')",
-        )
-        return {str(k): int(v) for k, v in rows}
-    except pymysql.err.MySQLError:
-        return {}
-    finally:
-        conn.close()
-
-
 # ------------------------------------------------------------------ one run
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from myaccel.bench.work_counters import counter_differences
 from myaccel.profile.folded import parse_folded
 from myaccel.report import fmt
 from myaccel.report.content import ReportContent, arm_points
@@ -50,6 +51,7 @@ def _env(autoescape: bool) -> jinja2.Environment:
         num=fmt.num,
         share=fmt.share,
         md=fmt.md_cell,
+        work=counter_differences,
     )
     env.globals.update(ci=fmt.ci)
     return env
