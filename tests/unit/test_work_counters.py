@@ -12,8 +12,11 @@ import pytest
 from myaccel.bench.compare import compare_runs, format_markdown
 from myaccel.bench.run_record import RunRecord
 from myaccel.bench.work_counters import (
+    OTHERS_WARNING_PREFIX,
     CounterMedians,
     counter_differences,
+    others_cpu_s,
+    others_warning,
     per_transaction,
 )
 
@@ -107,3 +110,42 @@ def test_report_prints_what_a_transaction_cost(tmp_path: Path) -> None:
     assert "medians): pages flushed 0.5 -> 3 (+500%)." in text, text
     assert "context switches" not in text
     assert "pages flushed 0.5 -&gt; 3 (+500%)" in html.read_text()
+
+
+def test_others_are_the_busy_time_beyond_our_own() -> None:
+    h0 = {"total": 1000.0, "idle": 400.0}
+    h1 = {"total": 1040.0, "idle": 404.0}  # 40 CPU-s in the run, 36 busy
+    assert others_cpu_s(h0, h1, 30.0) == pytest.approx(6.0)
+    assert others_cpu_s(h0, h1, 40.0) == 0.0  # never negative
+    assert others_cpu_s({}, h1, 1.0) is None
+    w = others_warning(6.0, h0, h1)
+    assert w is not None and w.startswith(OTHERS_WARNING_PREFIX) and "15%" in w
+    assert others_warning(3.0, h0, h1) is None  # 7.5%: the kernel's own I/O work
+
+
+def test_comparison_counts_disturbed_runs_per_arm() -> None:
+    runs = _demo_runs()
+    flag = f"{OTHERS_WARNING_PREFIX} 30% of the host's CPU time during the run"
+    marked = [
+        r.model_copy(update={"validity": r.validity.model_copy(update={"warnings": [flag]})})
+        if r.arm == "baseline" and r.index <= 3
+        else r
+        for r in runs
+    ]
+    base = [r for r in marked if r.arm == "baseline"]
+    cand = [r for r in marked if r.arm == "candidate"]
+    n_flagged = sum(r.index <= 3 for r in base)
+    cmp = compare_runs(base, cand)
+    assert any(
+        w.startswith(
+            f"other processes used more than 10% of the CPU during {n_flagged} of {len(base)} baseline"
+        )
+        and f"0 of {len(cand)} candidate" in w
+        for w in cmp.warnings
+    ), cmp.warnings
+    assert not any(
+        "other processes" in w
+        for w in compare_runs(
+            [r for r in runs if r.arm == "baseline"], [r for r in runs if r.arm == "candidate"]
+        ).warnings
+    )

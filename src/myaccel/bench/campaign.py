@@ -35,7 +35,14 @@ from myaccel.bench.runner import (
     run_argv,
 )
 from myaccel.bench.sysbench_output import parse_output
-from myaccel.bench.work_counters import hit_ratio, host_counters, per_transaction, server_counters
+from myaccel.bench.work_counters import (
+    hit_ratio,
+    host_counters,
+    others_cpu_s,
+    others_warning,
+    per_transaction,
+    server_counters,
+)
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.model import same_named
 from myaccel.server.connection import ConnectParams, connect, query_rows
@@ -281,6 +288,10 @@ def measure_run(
             )
 
     harness = (h1.ru_utime - h0.ru_utime) + (h1.ru_stime - h0.ru_stime)
+    server_s = s1 - s0 if s0 is not None and s1 is not None else None
+    others = others_cpu_s(k0, k1, (server_s or 0.0) + raw.client_cpu_s + harness)
+    if busy := others_warning(others, k0, k1):
+        warnings.append(busy)
     rec = RunRecord(
         run_id=f"{ctx.campaign_id}/{index:03d}",
         campaign_id=ctx.campaign_id,
@@ -316,8 +327,9 @@ def measure_run(
             busy_pct_before=quiet.get("busy_pct"),
         ),
         client_cpu_s=round(raw.client_cpu_s, 3),
-        server_cpu_s=round(s1 - s0, 3) if s0 is not None and s1 is not None else None,
+        server_cpu_s=round(server_s, 3) if server_s is not None else None,
         harness_cpu_s=round(harness, 3),
+        others_cpu_s=round(others, 3) if others is not None else None,
         per_txn={
             k: round(v, 4) for k, v in per_transaction(c0, c1, k0, k1, _all_events(parsed)).items()
         },

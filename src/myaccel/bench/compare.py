@@ -15,7 +15,12 @@ from pydantic import Field
 from myaccel.artifacts import artifact
 from myaccel.bench import stats
 from myaccel.bench.run_record import RunRecord
-from myaccel.bench.work_counters import CounterMedians, counter_differences
+from myaccel.bench.work_counters import (
+    OTHERS_SHARE_WARN,
+    OTHERS_WARNING_PREFIX,
+    CounterMedians,
+    counter_differences,
+)
 from myaccel.errors import UsageError
 from myaccel.model import Frozen, same_named
 
@@ -209,6 +214,8 @@ def compare_runs(
             geo = stats.geomean_ratio(results, seed=seed)
         except (ValueError, UsageError):
             geo = None
+    if disturbed := _disturbed(baseline, candidate, baseline_label, candidate_label):
+        warnings.append(disturbed)
     if invalid_total := sum(c.invalid_runs for c in out_cells):
         warnings.append(
             f"{invalid_total} run(s) were invalid and left out (see their validity reasons)"
@@ -225,6 +232,27 @@ def compare_runs(
         geomean_ci_high_pct=geo.ci_high_pct if geo else None,
         warnings=warnings,
         forced=bool(probs),
+    )
+
+
+def _disturbed(
+    a: Sequence[RunRecord], b: Sequence[RunRecord], label_a: str, label_b: str
+) -> str | None:
+    """How many runs of each arm other processes shared the CPU with, when any did."""
+
+    def n(rs: Sequence[RunRecord]) -> int:
+        return sum(
+            any(w.startswith(OTHERS_WARNING_PREFIX) for w in r.validity.warnings) for r in rs
+        )
+
+    na, nb = n(a), n(b)
+    if not na and not nb:
+        return None
+    return (
+        f"other processes used more than {OTHERS_SHARE_WARN:.0%} of the CPU during "
+        f"{na} of {len(a)} {label_a} run(s) and {nb} of {len(b)} {label_b} run(s): "
+        "a disturbance that falls on one arm more than the other biases the verdict; "
+        "measure on a quiet host"
     )
 
 

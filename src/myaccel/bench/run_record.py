@@ -148,6 +148,9 @@ class RunRecord(Frozen):
     client_cpu_s: float | None = None
     server_cpu_s: float | None = None
     harness_cpu_s: float | None = None
+    # The host's busy CPU time during the run beyond the server, client and harness:
+    # other processes and the kernel's threads (bench/work_counters.py).
+    others_cpu_s: float | None = None
     # What a transaction cost during the run (bench/work_counters.py): server counters
     # and host context switches per transaction, host CPU shares in %.
     per_txn: dict[str, float] = Field(default_factory=dict)

@@ -73,11 +73,12 @@ def server_counters(target: ConnectParams) -> dict[str, int]:
 
 
 def host_counters() -> dict[str, float]:
-    """Context switches since boot and the CPU time of each `HOST_SHARES` state plus the
-    total, summed over all CPUs (seconds)."""
+    """Context switches since boot and the CPU time of each `HOST_SHARES` state, idle
+    (with iowait) and the total, summed over all CPUs (seconds)."""
     t = psutil.cpu_times()
     out = {s: float(getattr(t, s, 0.0)) for s in HOST_SHARES}
     out["total"] = float(sum(t))
+    out["idle"] = float(t.idle) + float(getattr(t, "iowait", 0.0))
     out["ctx_switches"] = float(psutil.cpu_stats().ctx_switches)
     return out
 
@@ -105,6 +106,39 @@ def per_transaction(
             if s in host0 and s in host1:
                 out[f"{s}_pct"] = 100.0 * (host1[s] - host0[s]) / total
     return out
+
+
+# Other processes (and the kernel's own threads) using more than this share of all the
+# host's CPU time during a run make the run's figure doubtful: it is flagged, and a
+# comparison says how many runs of each arm were.
+OTHERS_SHARE_WARN = 0.10
+
+
+def others_cpu_s(
+    host0: Mapping[str, float], host1: Mapping[str, float], own_s: float
+) -> float | None:
+    """CPU seconds the host was busy during the run beyond `own_s` (the server's, the
+    client's and the harness's own); None without both snapshots."""
+    if not all(k in h for h in (host0, host1) for k in ("total", "idle")):
+        return None
+    busy = (host1["total"] - host1["idle"]) - (host0["total"] - host0["idle"])
+    return max(0.0, busy - own_s)
+
+
+def others_warning(
+    others_s: float | None, host0: Mapping[str, float], host1: Mapping[str, float]
+) -> str | None:
+    """The run's warning when others used more than `OTHERS_SHARE_WARN` of the CPU time."""
+    total = host1.get("total", 0.0) - host0.get("total", 0.0)
+    if others_s is None or total <= 0 or others_s / total <= OTHERS_SHARE_WARN:
+        return None
+    return (
+        f"{OTHERS_WARNING_PREFIX} {100.0 * others_s / total:.0f}% of the host's CPU time "
+        "during the run: the figure may be disturbed"
+    )
+
+
+OTHERS_WARNING_PREFIX = "other processes used"
 
 
 def hit_ratio(c0: Mapping[str, int], c1: Mapping[str, int]) -> float | None:
