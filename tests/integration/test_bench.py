@@ -161,6 +161,9 @@ def test_ab_aa_reports_no_difference(myaccel_home: Path, tmp_path: Path) -> None
     try:
         assert rc == 0, stderr
         assert "A/A" in stderr
+        # read-write restores per-arm snapshots (dense redo logs), removed afterwards
+        assert stderr.count("dataset snapshot with the arm's redo log saved") == 2
+        assert {s.name for s in Sandbox.load("aa").snapshot_list()} == {"myaccel-ab-dataset"}
         cells = _cells(out)
         assert set(cells) == {"oltp_read_only@4", "oltp_read_write@4"}
         for c in cells.values():

@@ -70,13 +70,17 @@ class FakeSandbox:
 
     def __init__(self) -> None:
         self.starts = 0
-        self.restores = 0
+        self.restores: list[str] = []
+        self.deleted: list[str] = []
 
     def stop(self) -> None:
         pass
 
     def snapshot_restore(self, name: str) -> None:
-        self.restores += 1
+        self.restores.append(name)
+
+    def snapshot_delete(self, name: str) -> None:
+        self.deleted.append(name)
 
     def start(self, options: object, wrapper: object = ()) -> None:
         self.starts += 1
@@ -98,6 +102,7 @@ def test_a_run_of_another_workload_is_run_again_once(monkeypatch: pytest.MonkeyP
         return SimpleNamespace(validity=SimpleNamespace(reasons=[why] if why else []))
 
     monkeypatch.setattr(ab, "measure_run", fake_measure)
+    monkeypatch.setattr(ab, "arm_snapshots", lambda sb, arms, note: {a: f"snap-{a}" for a in arms})
     prof = replace(get_profile("quick"), workloads=("oltp_write_only",), threads=(16,))
     prof = replace(prof, runs_per_arm=2)
     sb = FakeSandbox()
@@ -120,4 +125,6 @@ def test_a_run_of_another_workload_is_run_again_once(monkeypatch: pytest.MonkeyP
         (6, "baseline"),
     ]
     assert seen[1][2] == seen[2][2]  # the retry keeps the round's seed
-    assert sb.restores == 6 and sb.starts == 6  # every attempt from a restored snapshot
+    # every attempt from its arm's restored snapshot; the arms' snapshots removed at the end
+    assert sb.restores == [f"snap-{a}" for _, a, _ in seen] and sb.starts == 6
+    assert sorted(sb.deleted) == ["snap-baseline", "snap-candidate"]

@@ -43,10 +43,11 @@ from myaccel.bench.session import (
     require_valid_runs,
 )
 from myaccel.bench.workload import Workload
-from myaccel.errors import Interrupted, UsageError
+from myaccel.errors import Interrupted, MyaccelError, UsageError
 from myaccel.server.connection import ConnectParams
 from myaccel.server.sandbox import Sandbox, ServerOptions, parse_sets
 from myaccel.server.sandbox.layout import validate_name
+from myaccel.server.sandbox.redo_files import densify_redo
 
 SNAPSHOT = "myaccel-ab-dataset"
 
@@ -172,6 +173,57 @@ def run_campaign(
     after_run: Callable[[RunRecord], None] | None = None,
 ) -> list[RunRecord]:
     sb, prof = plan.sandbox, plan.profile
+    snaps: dict[str, str] = {}
+    if any(is_write(w) for w, _ in prof.cells):
+        snaps = arm_snapshots(sb, plan.arms, plan.event)
+    try:
+        return _interleaved_runs(plan, ctx, snaps, before_run=before_run, after_run=after_run)
+    finally:
+        for snap in snaps.values():
+            with contextlib.suppress(MyaccelError):
+                sb.snapshot_delete(snap)
+
+
+def is_write(workload: str) -> bool:
+    """Whether runs of ``workload`` change the data (each then restores its snapshot)."""
+    return workload in WRITE_WORKLOADS or workload.endswith(".lua")
+
+
+def arm_snapshots(sb: Sandbox, arms: dict[str, Arm], note: Callable[[str], None]) -> dict[str, str]:
+    """Per arm, the dataset snapshot as the arm's server leaves it: started once on the
+    arm's options (a redo log of another size is created then), stopped cleanly, its redo
+    log files made dense as on a server that has run a while (`redo_files.py`). Write
+    runs restore their arm's snapshot, so every run of every arm writes into a redo log
+    of the same kind; before, the arm whose redo size matched the dataset snapshot's ran
+    on a copied log and the other on one its server had just created."""
+    out: dict[str, str] = {}
+    for i, (name, arm) in enumerate(arms.items()):
+        snap = f"{SNAPSHOT}-arm{i}"
+        sb.stop()
+        sb.snapshot_restore(SNAPSHOT)
+        sb.start(arm.options(), wrapper=arm.launch)
+        sb.stop()
+        written = densify_redo(sb.datadir)
+        if any(s.name == snap for s in sb.snapshot_list()):
+            sb.snapshot_delete(snap)
+        sb.snapshot_save(snap)
+        out[name] = snap
+        note(
+            f"{name}: dataset snapshot with the arm's redo log saved "
+            f"({written / 2**20:,.0f} MiB written to make the log dense)"
+        )
+    return out
+
+
+def _interleaved_runs(
+    plan: AbPlan,
+    ctx: BenchContext,
+    snaps: dict[str, str],
+    *,
+    before_run: Callable[[int, int, RunSpec, str], None] | None,
+    after_run: Callable[[RunRecord], None] | None,
+) -> list[RunRecord]:
+    sb, prof = plan.sandbox, plan.profile
     current: tuple[Any, ...] | None = None
     names = list(plan.arms)
     total = prof.runs_per_arm * len(names) * len(prof.cells)
@@ -188,12 +240,12 @@ def run_campaign(
                 client_cpus=plan.client_cpus,
                 ignore_errors=plan.ignore_errors,
             )
-            writes = w in WRITE_WORKLOADS or w.endswith(".lua")
+            writes = is_write(w)
             for attempt in range(2):
                 if writes or current != arm.key():
                     sb.stop()
                     if writes:
-                        sb.snapshot_restore(SNAPSHOT)
+                        sb.snapshot_restore(snaps[arm_name])
                     sb.start(arm.options(), wrapper=arm.launch)
                     current = arm.key()
                     ctx.server_pid = sb.pid

@@ -1,0 +1,72 @@
+"""Redo log files made dense: content unchanged, no hole left, and a copy as the
+snapshots make it (`cp -a --reflink=auto`) stays dense."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from myaccel.server.sandbox.redo_files import densify, densify_redo, redo_files, unwritten_bytes
+
+MIB = 1 << 20
+
+
+def _sparse(path: Path, size: int, chunks: dict[int, bytes]) -> None:
+    with path.open("wb") as f:
+        f.truncate(size)
+        for off, data in chunks.items():
+            f.seek(off)
+            f.write(data)
+
+
+def _allocated(path: Path) -> int:
+    return path.stat().st_blocks * 512
+
+
+def test_densify_keeps_the_bytes_and_fills_the_holes(tmp_path: Path) -> None:
+    log = tmp_path / "ib_logfile0"
+    _sparse(log, 8 * MIB, {0: b"header" * 100, 5 * MIB: os.urandom(4096)})
+    before = log.read_bytes()
+    if unwritten_bytes(log) == 0:
+        pytest.skip("this filesystem reports no holes (SEEK_HOLE)")
+    assert _allocated(log) < 8 * MIB
+    written = densify(log)
+    assert written >= 7 * MIB
+    assert log.read_bytes() == before
+    assert unwritten_bytes(log) == 0 and _allocated(log) >= 8 * MIB
+    assert densify(log) == 0  # dense already: nothing written
+
+
+def test_fallocated_file_counts_as_unwritten_and_is_written(tmp_path: Path) -> None:
+    log = tmp_path / "ib_logfile0"
+    fd = os.open(log, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, 4 * MIB)
+        os.pwrite(fd, b"checkpoint", 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if unwritten_bytes(log) == 0:
+        pytest.skip("this filesystem reports fallocated blocks as data")
+    before = log.read_bytes()
+    assert densify(log) > 0
+    assert log.read_bytes() == before and unwritten_bytes(log) == 0
+
+
+def test_redo_files_of_both_flavors_and_a_dense_copy(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "#innodb_redo").mkdir(parents=True)
+    _sparse(data / "ib_logfile0", 2 * MIB, {0: b"x"})
+    _sparse(data / "#innodb_redo" / "#ib_redo7", 2 * MIB, {0: b"y"})
+    _sparse(data / "#innodb_redo" / "#ib_redo8_tmp", 2 * MIB, {})
+    (data / "ibdata1").write_bytes(b"not redo")
+    assert [p.name for p in redo_files(data)] == ["#ib_redo7", "#ib_redo8_tmp", "ib_logfile0"]
+    densify_redo(data)
+    assert all(unwritten_bytes(p) == 0 for p in redo_files(data))
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", "--reflink=auto", str(data), str(copy)], check=True)
+    assert all(unwritten_bytes(p) == 0 for p in redo_files(copy))
+    assert (copy / "ib_logfile0").read_bytes() == (data / "ib_logfile0").read_bytes()
