@@ -2,12 +2,13 @@
 on disk, its bytes unchanged.
 
 Why: a server that resizes its redo log at start creates the new file with fallocate
-(unwritten extents), and a copied datadir holds the log as a sparse file. Every first
-write into such a block makes the filesystem convert or allocate it, so each group
-commit's fdatasync also commits the filesystem's journal. A server that has run a while
-writes into blocks written before. An A/B whose arms differ in redo size therefore ran
-one arm on a copied log and the other on a fresh one: measured on this project's 2-vCPU
-VM (ext4, MariaDB 10.11, write-only at 16 threads) that alone moved the verdict by 4-6%
+(unwritten extents), and a copy may hold holes. Every first write into such a block
+makes the filesystem convert or allocate it, so each group commit's fdatasync also
+commits the filesystem's journal; a server that has run a while writes into blocks
+written before. An A/B whose arms differ in redo size ran the arm whose size matched the
+dataset snapshot's on a fully written copy and the other on a log its server had just
+created: measured on this project's 2-vCPU VM (ext4, MariaDB 10.11, write-only at 16
+threads), the same two configurations gave -4.6% one way round and +8% the other
 (docs/benchmarking.md).
 
 Written here rather than with a tool: `fallocate` makes unwritten extents (the problem
