@@ -29,8 +29,9 @@ Options: --runs N (per arm, default 6), --time S (20), --warmup S (10), --tables
 
 `--record FILE` (with `ablate`) writes each measured cell as a row of
 `src/myaccel/rules/data/measured_effects.json` (FILE), replacing a row of the same rule,
-cell and machine; `docs/rules.md` and the plans cite those rows (`rules/measured.py`).
-`record --from DIR --record FILE` records an earlier `ablate` run's results directory.
+cell and machine where it stands; `docs/rules.md` and the plans cite those rows
+(`rules/measured.py`). `record --from DIR --record FILE` records an earlier `ablate` run's
+results directory (the sandbox must be running: its facts name the machine).
 
 Each `myaccel ab` leaves its results directory (runs, comparison.json, report.md) under
 --out; the tables printed at the end are read from those comparison.json files.
@@ -179,14 +180,16 @@ def _machine(facts: Facts) -> str:
 
 
 def _record_rows(file: Path, rows: list[MeasuredEffect]) -> None:
-    """Add rows to the data file, replacing rows of the same rule, cell and machine."""
+    """Add rows to the data file; a row of the same rule, cell and machine is replaced where
+    it stands, so the file and the tables made from it keep their order."""
     doc = json.loads(file.read_text()) if file.exists() else {"rows": []}
     key = lambda r: (r["rule"], r["workload"], r["threads"], r["machine"], r["flavor"])  # noqa: E731
-    new = [r.model_dump(mode="json") for r in rows]
-    keys = {key(r) for r in new}
-    doc["rows"] = [r for r in doc["rows"] if key(r) not in keys] + new
+    new = {key(d): d for d in (r.model_dump(mode="json") for r in rows)}
+    count = len(new)
+    kept = [new.pop(key(r), r) for r in doc["rows"]]
+    doc["rows"] = kept + list(new.values())
     file.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"# recorded {len(new)} row(s) in {file}", flush=True)
+    print(f"# recorded {count} row(s) in {file}", flush=True)
 
 
 def _effects(
@@ -374,24 +377,23 @@ def main() -> None:
     if a.mode == "record":
         if a.source is None or a.record is None:
             sys.exit("error: record needs --from DIR and --record FILE")
-        record(a)
-        return
-    a.vs = set(filter(None, a.vs.split(",")))
-    if not a.vs or a.vs - {"expert", "flag"}:
-        sys.exit("error: --vs takes expert, flag or both (hint: --vs expert,flag)")
-    a.out = a.out.resolve()
-    if a.out.exists() and any(a.out.iterdir()):
-        sys.exit(f"error: {a.out} is not empty (hint: pass a new --out DIR)")
+    else:
+        a.vs = set(filter(None, a.vs.split(",")))
+        if not a.vs or a.vs - {"expert", "flag"}:
+            sys.exit("error: --vs takes expert, flag or both (hint: --vs expert,flag)")
+        a.out = a.out.resolve()
+        if a.out.exists() and any(a.out.iterdir()):
+            sys.exit(f"error: {a.out} is not empty (hint: pass a new --out DIR)")
     try:
         sb = Sandbox.load(a.sandbox)
     except MyaccelError as e:
         sys.exit(f"error: {e} (hint: `myaccel sandbox list` shows the sandboxes of $MYACCEL_HOME)")
     if not sb.is_running():
         sys.exit(
-            f"error: sandbox {a.sandbox!r} is not running; it is probed before any run"
+            f"error: sandbox {a.sandbox!r} is not running; it is probed first"
             f" (hint: `myaccel sandbox start {a.sandbox}`)"
         )
-    {"ablate": ablate, "expert": expert, "mysqltuner": mysqltuner}[a.mode](a)
+    {"ablate": ablate, "expert": expert, "mysqltuner": mysqltuner, "record": record}[a.mode](a)
 
 
 if __name__ == "__main__":
