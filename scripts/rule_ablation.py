@@ -188,7 +188,7 @@ def _record_rows(file: Path, rows: list[MeasuredEffect]) -> None:
     count = len(new)
     kept = [new.pop(key(r), r) for r in doc["rows"]]
     doc["rows"] = kept + list(new.values())
-    file.write_text(json.dumps(doc, indent=2) + "\n")
+    artifacts.save_document(file, doc)  # atomic: whole or not at all
     print(f"# recorded {count} row(s) in {file}", flush=True)
 
 
