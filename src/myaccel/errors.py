@@ -28,6 +28,7 @@ class ExitCode(IntEnum):
     IO_ERROR = 8  # disk full, permission denied, read-only file system
     DATA_ERROR = 9  # a file myaccel reads is damaged or of another version
     INTERNAL = 70  # a bug in myaccel (sysexits EX_SOFTWARE): rerun with --debug, report it
+    HANGUP = 129  # SIGHUP (the terminal or ssh session went away): 128 + 1
     INTERRUPTED = 130  # SIGINT (Ctrl-C): 128 + 2
     TERMINATED = 143  # SIGTERM: 128 + 15
 

@@ -84,14 +84,25 @@ def run(
     env: EnvChanges | None = None,
     input_text: str | None = None,
     cwd: str | Path | None = None,
+    pass_fds: tuple[int, ...] = (),
+    die_with_parent: bool = True,
 ) -> Completed:
     """Run a command to completion with a timeout; never raises for a non-zero exit unless
-    ``check``. A missing executable raises ``ToolMissing``; a timeout ``ProcessFailed``.
+    ``check``. The command dies with this process unless ``die_with_parent`` is False (a
+    restart command that must finish); ``pass_fds`` are inherited under their numbers. A missing executable raises ``ToolMissing``; a timeout ``ProcessFailed``.
     ``env`` adds to (or overrides, or with None removes from) the caller's environment."""
     args = tuple(str(a) for a in argv)
     log.debug("run: %s", " ".join(args))
     done = _runner().run(
-        RunRequest(argv=args, env=env, cwd=cwd, timeout_s=timeout_s, input_text=input_text)
+        RunRequest(
+            argv=args,
+            env=env,
+            cwd=cwd,
+            timeout_s=timeout_s,
+            input_text=input_text,
+            pass_fds=pass_fds,
+            die_with_parent=die_with_parent,
+        )
     )
     if check and not done.ok:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
@@ -110,6 +121,7 @@ def stream(
     on_line: Callable[[str], None],
     env: EnvChanges | None = None,
     cwd: str | Path | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Streamed:
     """Run a command to completion, stdout and stderr merged, each line (without its
     newline) handed to ``on_line`` as it arrives. A timeout kills the command and is
@@ -117,7 +129,9 @@ def stream(
     args = tuple(str(a) for a in argv)
     log.debug("stream: %s", " ".join(args))
     return _runner().stream(
-        StreamRequest(argv=args, env=env, cwd=cwd, timeout_s=timeout_s, on_line=on_line)
+        StreamRequest(
+            argv=args, env=env, cwd=cwd, timeout_s=timeout_s, on_line=on_line, pass_fds=pass_fds
+        )
     )
 
 
@@ -128,11 +142,22 @@ def spawn(
     env: EnvChanges | None = None,
     cwd: str | Path | None = None,
     new_session: bool = False,
+    pass_fds: tuple[int, ...] = (),
+    die_with_parent: bool = False,
 ) -> Child:
     """Start a long-running child (stdin closed, stdout and stderr to ``output`` or
-    nowhere); ``new_session`` detaches it from our terminal's signals (servers)."""
+    nowhere); ``new_session`` detaches it from our terminal's signals (servers);
+    ``die_with_parent`` kills it when this process ends (a helper tool, not a server)."""
     args = tuple(str(a) for a in argv)
     log.debug("spawn: %s", " ".join(args))
     return _runner().spawn(
-        SpawnRequest(argv=args, env=env, cwd=cwd, output=output, new_session=new_session)
+        SpawnRequest(
+            argv=args,
+            env=env,
+            cwd=cwd,
+            output=output,
+            new_session=new_session,
+            pass_fds=pass_fds,
+            die_with_parent=die_with_parent,
+        )
     )

@@ -5,6 +5,7 @@ which runner is in effect (a test swaps in one that replays recorded outputs).""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import shutil
@@ -130,6 +131,10 @@ class Command:
     argv: tuple[str, ...]
     env: EnvChanges | None = None
     cwd: str | Path | None = None
+    # descriptors the child inherits under the same numbers (a pipe holding a secret)
+    pass_fds: tuple[int, ...] = ()
+    # the child gets SIGKILL when this process ends, even by SIGKILL (PR_SET_PDEATHSIG)
+    die_with_parent: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,6 +159,7 @@ class SpawnRequest(Command):
 
     output: IO[bytes] | IO[str] | None = None
     new_session: bool = False
+    die_with_parent: bool = False  # a server outlives myaccel; a helper tool sets True
 
 
 class Runner(Protocol):
@@ -197,6 +203,43 @@ def _launching(args: Sequence[str]) -> Iterator[None]:
         yield
     except (FileNotFoundError, PermissionError) as exc:
         raise _not_found(args, exc) from exc
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, resolved in the parent (the child must not load anything)."""
+    try:
+        fn: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return fn
+
+
+def _child_setup(req: Command) -> Callable[[], None] | None:
+    """What the child runs between fork and exec: ask the kernel for SIGKILL when this
+    process (its parent) dies, then check the parent did not die before that was asked.
+    Set only where a child must not outlive myaccel: sysbench holding a password, a
+    backup copying a server's data, a capture's load; not for a server started as a
+    daemon (``SpawnRequest.die_with_parent`` is False by default).
+
+    A ``preexec_fn`` is unsafe in general with threads (the child may wait forever on a
+    lock another thread held at the fork); this one takes no lock: ``prctl`` was looked
+    up before the fork, and the two calls it makes are plain system calls."""
+    if not req.die_with_parent:
+        return None
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def _setup() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(137)
+
+    return _setup
 
 
 class PopenChild:
@@ -256,6 +299,8 @@ class SystemRunner:
                     input=req.input_text,
                     cwd=req.cwd,
                     check=False,
+                    pass_fds=req.pass_fds,
+                    preexec_fn=_child_setup(req),
                 )
         except subprocess.TimeoutExpired as exc:
             raise ProcessFailed(
@@ -278,6 +323,8 @@ class SystemRunner:
                 text=True,
                 errors="replace",
                 bufsize=1,
+                pass_fds=req.pass_fds,
+                preexec_fn=_child_setup(req),  # noqa: PLW1509 (see _child_setup)
             )
         timed_out = threading.Event()
 
@@ -313,5 +360,7 @@ class SystemRunner:
                 close_fds=True,
                 cwd=req.cwd,
                 env=_merged_env(req.env),
+                pass_fds=req.pass_fds,
+                preexec_fn=_child_setup(req),  # noqa: PLW1509 (see _child_setup)
             )
         return PopenChild(p)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from myaccel.artifacts import write_text
 from myaccel.bench.run_record import CampaignIndex, private_dir
-from myaccel.bench.runner import PASSWORD_MAX_BYTES, password_file, with_args
+from myaccel.bench.runner import PASSWORD_MAX_BYTES, SecretArgs, password_file, with_args
 from myaccel.errors import UsageError
 from myaccel.redact import redact_argv, redact_command
 
@@ -91,28 +93,38 @@ def test_report_renders_redacted_commands(tmp_path: Path) -> None:
         assert PW not in text
 
 
-def test_password_file_is_private_and_removed() -> None:
-    with password_file(PW) as extra:
-        assert len(extra) == 1 and extra[0].startswith("--config-file=")
-        f = Path(extra[0].split("=", 1)[1])
-        assert stat.S_IMODE(f.stat().st_mode) == 0o600
-        assert stat.S_IMODE(f.parent.stat().st_mode) == 0o700
-        assert f.read_text() == f'mysql-password="{PW}"\n'
-    assert not f.exists() and not f.parent.exists()
+def _pipe_content(secret: SecretArgs) -> str:
+    """What sysbench reads from its --config-file (the inherited pipe's read end)."""
+    (fd,) = secret.pass_fds
+    assert secret.args == (f"--config-file=/dev/fd/{fd}",)
+    assert stat.S_ISFIFO(os.fstat(fd).st_mode)
+    return os.read(fd, 4096).decode()
+
+
+def test_password_goes_through_a_pipe_never_a_file(tmp_path: Path) -> None:
+    before = set(os.listdir("/dev/shm")) | set(os.listdir(tempfile.gettempdir()))
+    with password_file(PW) as secret:
+        (fd,) = secret.pass_fds
+        now = set(os.listdir("/dev/shm")) | set(os.listdir(tempfile.gettempdir()))
+        assert now <= before, f"a file appeared: {now - before}"
+        assert _pipe_content(secret) == f'mysql-password="{PW}"\n'
+    with pytest.raises(OSError):  # the read end is closed once the block ends
+        os.fstat(fd)
     with password_file(None) as none, password_file("") as empty:
-        assert none == [] and empty == []
+        assert none == SecretArgs() and empty == SecretArgs()
 
 
-def test_password_file_removed_on_error() -> None:
-    with pytest.raises(KeyboardInterrupt), password_file(PW) as extra:
-        f = Path(extra[0].split("=", 1)[1])
+def test_password_pipe_closed_on_error() -> None:
+    with pytest.raises(KeyboardInterrupt), password_file(PW) as secret:
+        (fd,) = secret.pass_fds
         raise KeyboardInterrupt
-    assert not f.parent.exists()
+    with pytest.raises(OSError):
+        os.fstat(fd)
 
 
 def test_password_quoting_and_limits() -> None:
-    with password_file('a"b,c#d e') as extra:
-        assert Path(extra[0].split("=", 1)[1]).read_text() == "mysql-password='a\"b,c#d e'\n"
+    with password_file('a"b,c#d e') as secret:
+        assert _pipe_content(secret) == "mysql-password='a\"b,c#d e'\n"
     for bad in ("a\"b'c", "line\nbreak", "x" * (PASSWORD_MAX_BYTES + 1)):
         with pytest.raises(UsageError), password_file(bad):
             pass

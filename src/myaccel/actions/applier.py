@@ -28,6 +28,7 @@ from myaccel.actions.journal import (
     Clock,
     Journal,
     JournalEntry,
+    JournalOwner,
     journal_lock,
     journals_dir,
     utc_now,
@@ -143,6 +144,7 @@ def apply_changes(
     hook: Hook | None = None,
     rollback_on_error: bool = True,
     keep_open: bool = False,
+    owner: JournalOwner | None = None,
     clock: Clock = utc_now,
 ) -> ApplyResult:
     """Apply ``(setting, desired)`` pairs with a journal; ``dry_run`` only plans.
@@ -153,6 +155,7 @@ def apply_changes(
     ``keep_open`` leaves the journal ``open`` after the last entry, for a caller that still
     has work to do before the apply counts as done (a server restart and health check); it
     then calls ``finish_journal``. A crash in between leaves an unfinished journal.
+    ``owner`` marks changes that last only while that process runs (see ``JournalOwner``).
 
     ``crash_after=k`` (tests) raises ``SimulatedCrash`` right after the k-th change (1-based)
     was made and before its entry is marked applied: the worst moment for a crash.
@@ -184,7 +187,12 @@ def apply_changes(
                 status="unchanged", changes=[], unchanged=unchanged, warnings=warnings
             )
         journal = Journal.create(
-            jdir, plan_id=plan_id, facts_digest=facts_digest, server=server, clock=clock
+            jdir,
+            plan_id=plan_id,
+            facts_digest=facts_digest,
+            server=server,
+            owner=owner,
+            clock=clock,
         )
         log.info("journal %s", journal.path)
         by_index: dict[int, Setting] = {}

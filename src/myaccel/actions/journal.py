@@ -9,6 +9,9 @@ sequence number and the UTC start time) (schema
              rebuild it for rollback in another process), the old state (value, and for
              files the old bytes in base64 with mode, owner and "did not exist"), the new
              value, state pending -> applied -> reverted (or failed) and timestamps.
+    owner    set by a command whose changes last only while it runs (``capture``'s
+             switches): its pid, start time and boot; an ``open`` journal whose owner is
+             gone (killed by SIGKILL) is rolled back by the next myaccel command.
     server   how rollback reaches, stops and starts the server (``ServerHandle.describe()``:
              sandbox name and home, socket/host/port/user but never a password, systemd unit,
              option-file directory), recorded when the journal is created, before the first
@@ -94,6 +97,43 @@ class JournalEntry(Strict):
     reverted_at: str | None = None
 
 
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def process_start_ticks(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat field 22): with
+    the pid it names one process even after the pid is reused. None if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class JournalOwner(Strict):
+    """The process whose changes last only while it runs (a capture's general log): when
+    it is gone and the journal is still open, the next myaccel command undoes them."""
+
+    command: str
+    pid: int
+    started: str  # process_start_ticks(pid) when the journal was made
+    boot_id: str
+
+    @classmethod
+    def this_process(cls, command: str) -> JournalOwner:
+        pid = os.getpid()
+        return cls(
+            command=command, pid=pid, started=process_start_ticks(pid) or "", boot_id=_boot_id()
+        )
+
+    def alive(self) -> bool:
+        """The owner still runs (same boot, same pid, same start time)."""
+        return self.boot_id == _boot_id() and process_start_ticks(self.pid) == self.started
+
+
 @artifact(JOURNAL_SCHEMA)
 class JournalData(Strict):
     schema_version: str = JOURNAL_SCHEMA
@@ -107,6 +147,7 @@ class JournalData(Strict):
     status: JournalStatus = "open"
     error: str | None = None
     server: dict[str, Any] | None = None  # how to reach/stop/start the server; no password
+    owner: JournalOwner | None = None  # changes that end with this process (capture)
     entries: list[JournalEntry] = Field(default_factory=list)
     checksum: str = ""
 
@@ -182,10 +223,11 @@ class Journal:
         plan_id: str | None = None,
         facts_digest: str | None = None,
         server: dict[str, Any] | None = None,
+        owner: JournalOwner | None = None,
         clock: Clock = utc_now,
     ) -> Journal:
         """A new ``open`` journal, durable when this returns; ``server`` (see the module
-        docstring) is recorded before any change is made."""
+        docstring) and ``owner`` are recorded before any change is made."""
         _ensure_journal_dir(journal_dir)
         now = clock()
         # A sequence number first: journals sort in apply order even if the clock jumps.
@@ -200,6 +242,7 @@ class Journal:
             plan_id=plan_id,
             facts_digest=facts_digest,
             server=server,
+            owner=owner,
         )
         journal = cls(journal_dir / f"{jid}.json", data, clock)
         journal.save()

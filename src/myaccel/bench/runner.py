@@ -7,8 +7,6 @@ import contextlib
 import json
 import os
 import resource
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -116,7 +114,6 @@ def mask_password(argv: list[str]) -> list[str]:
 # `mysql-password="..."` must stay within 255 bytes (measured: 237 bytes pass, 240 fail,
 # and a longer line makes sysbench carry on without any password).
 PASSWORD_MAX_BYTES = 236
-_SHM = Path("/dev/shm")
 
 
 def _config_line(password: str) -> str:
@@ -136,26 +133,38 @@ def _config_line(password: str) -> str:
     return f"mysql-password={quote}{password}{quote}\n"
 
 
+@dataclass(frozen=True)
+class SecretArgs:
+    """How sysbench gets the password: the arguments to add and the descriptors it must
+    inherit (both empty without a password)."""
+
+    args: tuple[str, ...] = ()
+    pass_fds: tuple[int, ...] = ()
+
+
 @contextlib.contextmanager
-def password_file(password: str | None) -> Iterator[list[str]]:
-    """The sysbench arguments that hand it ``password`` without showing it to other users:
-    ``--config-file=F``, F a 0600 file in a fresh 0700 directory (in /dev/shm when there is
-    one, so it never reaches a disk), removed when the block ends, also on errors and
-    interrupts. Yields no argument when there is no password."""
+def password_file(password: str | None) -> Iterator[SecretArgs]:
+    """Hand ``password`` to sysbench without writing it anywhere: the line
+    ``mysql-password="..."`` goes into a pipe whose read end sysbench inherits and opens as
+    ``--config-file=/dev/fd/N`` (sysbench 1.0.20 reads its config file once, at start;
+    measured: it logs in with it). Nothing reaches a disk or ``/dev/shm``, so no signal,
+    not even SIGKILL, can leave the password behind; the pipe's end is closed when the
+    block ends. Yields no argument when there is no password."""
     if not password:
-        yield []
+        yield SecretArgs()
         return
-    line = _config_line(password)
-    where = str(_SHM) if _SHM.is_dir() and os.access(_SHM, os.W_OK | os.X_OK) else None
-    d = tempfile.mkdtemp(prefix="myaccel-sysbench-", dir=where)  # mode 0700
+    line = _config_line(password).encode()
+    read_fd, write_fd = os.pipe()
     try:
-        path = Path(d) / "sysbench.cnf"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(line)
-        yield [f"--config-file={path}"]
+        os.write(write_fd, line)  # < 256 bytes: far below a pipe's buffer, never blocks
+        os.close(write_fd)
+        write_fd = -1
+        yield SecretArgs(args=(f"--config-file=/dev/fd/{read_fd}",), pass_fds=(read_fd,))
     finally:
-        shutil.rmtree(d, ignore_errors=True)
+        for fd in (read_fd, write_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def with_args(argv: Sequence[str], extra: Sequence[str]) -> list[str]:
@@ -163,10 +172,19 @@ def with_args(argv: Sequence[str], extra: Sequence[str]) -> list[str]:
     return [*argv[:-1], *extra, argv[-1]] if extra else list(argv)
 
 
+# sysbench does not read MYSQL_PWD; keep it out of its environ (None removes it)
+NO_PASSWORD_ENV: dict[str, str | None] = {"MYSQL_PWD": None}
+
+
 def run_sysbench(argv: Sequence[str], password: str | None, *, timeout_s: float) -> proc.Completed:
     """``proc.run`` for a sysbench command that needs ``password`` (see ``password_file``)."""
-    with password_file(password) as extra:
-        return proc.run(with_args(argv, extra), timeout_s=timeout_s)
+    with password_file(password) as secret:
+        return proc.run(
+            with_args(argv, secret.args),
+            timeout_s=timeout_s,
+            env=NO_PASSWORD_ENV,
+            pass_fds=secret.pass_fds,
+        )
 
 
 # ------------------------------------------------------------------ preflight
@@ -417,8 +435,10 @@ def execute(
     """Run sysbench, streaming its output; each MYACCEL line goes to ``on_report``.
     ``password`` reaches sysbench through a private file (``password_file``), never its
     argv or environment; the recorded ``argv`` is the one given, without that file."""
-    with password_file(password) as extra:
-        return _execute(argv, with_args(argv, extra), env, timeout_s, on_report)
+    with password_file(password) as secret:
+        return _execute(
+            argv, with_args(argv, secret.args), env, timeout_s, on_report, secret.pass_fds
+        )
 
 
 def _execute(
@@ -427,9 +447,9 @@ def _execute(
     env: dict[str, str],
     timeout_s: float,
     on_report: ProgressFn | None,
+    pass_fds: tuple[int, ...] = (),
 ) -> RawRun:
-    # sysbench does not read MYSQL_PWD; keep it out of its environ (None removes it)
-    changes: dict[str, str | None] = {"MYSQL_PWD": None, **env}
+    changes: dict[str, str | None] = {**NO_PASSWORD_ENV, **env}
     lines: list[str] = []
 
     def _line(line: str) -> None:
@@ -441,7 +461,7 @@ def _execute(
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     m0 = time.monotonic()
-    done = proc.stream(run, timeout_s=timeout_s, on_line=_line, env=changes)
+    done = proc.stream(run, timeout_s=timeout_s, on_line=_line, env=changes, pass_fds=pass_fds)
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     return RawRun(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Literal, Protocol
 
 from myaccel import proc
-from myaccel.bench.runner import connection_args, password_file, with_args
+from myaccel.bench.runner import NO_PASSWORD_ENV, connection_args, password_file, with_args
 from myaccel.errors import MyaccelError
 from myaccel.server.connection import ConnectParams, connect
 
@@ -166,8 +166,14 @@ class SysbenchDriver:
         try:
             # closed with the password file when the driver stops
             self._log = self._stack.enter_context(tempfile.TemporaryFile("w+b"))  # noqa: SIM115
-            extra = self._stack.enter_context(password_file(self._target.password))
-            self._child = proc.spawn(with_args(self._argv, extra), output=self._log)
+            secret = self._stack.enter_context(password_file(self._target.password))
+            self._child = proc.spawn(
+                with_args(self._argv, secret.args),
+                output=self._log,
+                env=NO_PASSWORD_ENV,
+                pass_fds=secret.pass_fds,
+                die_with_parent=True,
+            )
             time.sleep(settle_s)
             rc = self._child.poll()
         except BaseException:

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from myaccel import __version__
+from myaccel import __version__, signals
 from myaccel.actions import apply_changes, rollback
+from myaccel.actions.journal import JournalOwner
 from myaccel.actions.settings import setting_for
 from myaccel.bench.trace_gaps import with_gaps
 from myaccel.bench.workload import Concurrency, Overhead, SchemaInfo, Workload
@@ -195,17 +196,31 @@ def _capture_with(
         note(f"measuring the server's throughput for {req.baseline_s:g} s before capturing")
         before = _measure_qps(ours, conn, req.baseline_s)
     settings = [(setting_for(t, connect=ours.connect), val) for t, val in src.switches()]
-    res = apply_changes(settings, req.journal_dir, server=req.journal_server, keep_open=True)
-    journal = Path(res.journal_path) if res.journal_path else None
-    changed = [c.target for c in res.changes]
-    if journal is not None:
-        note(f"switched on {', '.join(changed)} (journal {journal})")
-    note(f"capturing for {req.duration_s:g} s from {src.name.replace('_', ' ')}")
+    # The switches last only while this process runs: the journal names it as their
+    # owner, so that after a SIGKILL the next myaccel command switches them back
+    # (myaccel.actions.orphans); a signal while switching on or back is held until that
+    # is done, and one held while switching on still reaches the switch back below.
+    journal: Path | None = None
+    changed: list[str] = []
     try:
+        with signals.shielded():
+            res = apply_changes(
+                settings,
+                req.journal_dir,
+                server=req.journal_server,
+                keep_open=True,
+                owner=JournalOwner.this_process("capture"),
+            )
+            journal = Path(res.journal_path) if res.journal_path else None
+            changed = [c.target for c in res.changes]
+        if journal is not None:
+            note(f"switched on {', '.join(changed)} (journal {journal})")
+        note(f"capturing for {req.duration_s:g} s from {src.name.replace('_', ' ')}")
         win = _run_window(req, src, ours, conn)
     finally:
         if journal is not None:
-            _switch_back(journal, ours, note)
+            with signals.shielded():
+                _switch_back(journal, ours, note)
     after = _measure_qps(ours, conn, req.baseline_s) if req.baseline_s > 0 else None
     classes, traces, truncated = build_classes(win.events)
     traces, gaps = with_gaps(traces)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 import click
 
+from myaccel import signals
 from myaccel.artifacts import save
 from myaccel.bench import ab as ab_domain
 from myaccel.bench.compare import Comparison, compare_paths, format_markdown
@@ -22,7 +18,6 @@ from myaccel.cli.bench import SweepFlags, sweep_options, sweep_profile
 from myaccel.cli.common import command_line, options_into
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
-from myaccel.errors import Interrupted
 
 
 def given_on_command_line(param: str) -> bool:
@@ -36,23 +31,9 @@ def given_on_command_line(param: str) -> bool:
     )
 
 
-@contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """While measuring, SIGTERM raises ``Interrupted`` (a KeyboardInterrupt) as SIGINT
-    does, so that the ``finally`` blocks putting a sandbox back on its base configuration
-    run before the process exits (exit code 143, or 130 for SIGINT)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _raise(signum: int, _frame: FrameType | None) -> None:
-        raise Interrupted(signum)
-
-    old = signal.signal(signal.SIGTERM, _raise)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+# SIGTERM and SIGHUP raise ``Interrupted`` as SIGINT does, so that the ``finally`` blocks
+# putting a sandbox back on its base configuration run before the process exits (143/130).
+terminate_as_interrupt = signals.raising
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +112,10 @@ def ab(opts: AbOptions) -> None:
         candidate = ab_domain.make_arm(
             "candidate", opts.candidate, opts.candidate_set, opts.candidate_basedir
         )
+        for arm in (baseline, candidate):
+            warning = ab_domain.durability_warning(arm.name, ab_domain.durability_trades(arm))
+            if warning is not None:
+                note(f"warning: {warning}")
         result = ab_domain.run(
             ab_domain.AbRequest(
                 sandbox=name,

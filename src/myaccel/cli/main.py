@@ -13,7 +13,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from myaccel import __version__
+from myaccel import __version__, signals
 from myaccel.errors import ExitCode, Interrupted, MyaccelError, validation_summary
 
 # Subcommands are imported only when used: `myaccel probe` must not pay for scipy (used
@@ -130,9 +130,8 @@ def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
             ExitCode.FAILURE,
         )
     if isinstance(exc, Interrupted):
-        name = "SIGTERM" if exc.signum == signal.SIGTERM else signal.Signals(exc.signum).name
-        code = ExitCode.TERMINATED if exc.signum == signal.SIGTERM else ExitCode.INTERRUPTED
-        return f"interrupted by {name}", _INTERRUPT_HINT, code
+        code = _SIGNAL_EXIT.get(exc.signum, ExitCode.INTERRUPTED)
+        return f"interrupted by {signal.Signals(exc.signum).name}", _INTERRUPT_HINT, code
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", _INTERRUPT_HINT, ExitCode.INTERRUPTED
     if isinstance(exc, click.ClickException):
@@ -160,9 +159,15 @@ def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
     )
 
 
+_SIGNAL_EXIT = {
+    signal.SIGINT: ExitCode.INTERRUPTED,
+    signal.SIGTERM: ExitCode.TERMINATED,
+    signal.SIGHUP: ExitCode.HANGUP,
+}
 _INTERRUPT_HINT = (
-    "a sandbox under ab or accelerate was put back on its base configuration; "
-    "an interrupted apply is finished or undone by: myaccel rollback"
+    "what the command had switched on or started was undone (server switches put back, "
+    "sysbench stopped, a sandbox back on its base configuration, a half-made clone "
+    "removed); an interrupted apply is finished or undone by: myaccel rollback"
 )
 
 
@@ -218,7 +223,15 @@ def cli(ctx: click.Context, debug: bool) -> None:
     )
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    if ctx.invoked_subcommand not in (None, "rollback"):  # rollback does it in its own way
+        from myaccel.cli.repair import repair_orphans
+
+        repair_orphans(lambda line: click.echo(line, err=True))
 
 
 def main() -> None:
-    cli(prog_name="myaccel")
+    signals.install()
+    try:
+        cli(prog_name="myaccel")
+    finally:
+        signals.quiet()
