@@ -51,6 +51,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MYACCEL = [sys.executable, "-m", "myaccel"]
 TAG_VAR = "MYACCEL_SIGNAL_TAG"
 SIGNALS = ("INT", "INT2", "TERM", "HUP", "KILL")
+# The exit status each signal must give (KILL: the process dies by it); 0 only when the
+# command was already done when the signal landed.
+EXPECTED_EXIT = {"INT": 130, "INT2": 130, "TERM": 143, "HUP": 129, "KILL": -9}
 SERVERS = {"mariadbd", "mysqld", "mariadb-install-db", "mysql_install_db"}
 # Global variables that change by themselves (a restart, time passing).
 VOLATILE = re.compile(
@@ -119,6 +122,7 @@ class Outcome:
     def ok(self) -> bool:
         return (
             self.reached
+            and self.exit_code in (EXPECTED_EXIT[self.signal], 0)
             and not self.secret_files
             and not self.children_left
             and not self.server_changed

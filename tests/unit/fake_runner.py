@@ -66,6 +66,8 @@ class Call:
     env: Mapping[str, str | None] | None
     cwd: str | Path | None
     input_text: str | None = None
+    pass_fds: tuple[int, ...] = ()
+    die_with_parent: bool = False
 
 
 class ReplayChild:
@@ -130,13 +132,17 @@ class ReplayRunner:
 
     def run(self, req: proc.RunRequest) -> proc.Completed:
         args = tuple(req.argv)
-        self.calls.append(Call("run", args, req.env, req.cwd, req.input_text))
+        self.calls.append(
+            Call("run", args, req.env, req.cwd, req.input_text, req.pass_fds, req.die_with_parent)
+        )
         rec = self._answer(args)
         return proc.Completed(args, rec.returncode, rec.stdout, rec.stderr, rec.duration_s)
 
     def stream(self, req: proc.StreamRequest) -> proc.Streamed:
         args = tuple(req.argv)
-        self.calls.append(Call("stream", args, req.env, req.cwd))
+        self.calls.append(
+            Call("stream", args, req.env, req.cwd, None, req.pass_fds, req.die_with_parent)
+        )
         rec = self._answer(args)
         for line in (rec.stdout + rec.stderr).splitlines():
             req.on_line(line)
@@ -144,7 +150,9 @@ class ReplayRunner:
 
     def spawn(self, req: proc.SpawnRequest) -> proc.Child:
         args = tuple(req.argv)
-        self.calls.append(Call("spawn", args, req.env, req.cwd))
+        self.calls.append(
+            Call("spawn", args, req.env, req.cwd, None, req.pass_fds, req.die_with_parent)
+        )
         rec = self._answer(args)
         text = rec.stdout + rec.stderr
         output = req.output

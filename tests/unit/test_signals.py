@@ -174,3 +174,25 @@ def test_a_passed_descriptor_is_read_by_the_child() -> None:
         assert not proc.run(["cat", f"/dev/fd/{r2}"], timeout_s=10).ok
     finally:
         os.close(r2)
+
+
+def test_sysbench_never_gets_the_password_by_argv_or_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """prepare (and every other sysbench command) runs without MYSQL_PWD in its
+    environment and with the password in an inherited pipe (it used to inherit MYSQL_PWD:
+    issue 38, item 8)."""
+    from fake_runner import Recording, ReplayRunner
+
+    from myaccel.bench.runner import run_sysbench
+    from myaccel.env import Environment, using
+
+    monkeypatch.setenv("MYSQL_PWD", "pw-in-env")
+    fake = ReplayRunner().on(["sysbench"], Recording())
+    with using(Environment(runner=fake)):
+        run_sysbench(["sysbench", "oltp_common", "prepare"], "pw-secret", timeout_s=5)
+    (call,) = fake.calls
+    assert call.env is not None and call.env.get("MYSQL_PWD", "absent") is None
+    assert not any("pw-secret" in a or "pw-in-env" in a for a in call.argv)
+    (fd,) = call.pass_fds
+    assert f"--config-file=/dev/fd/{fd}" in call.argv and call.die_with_parent
