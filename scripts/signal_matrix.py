@@ -15,8 +15,9 @@ Ctrl-C do), SIGTERM, SIGHUP, or SIGKILL. Then it checks, from the outside:
   environment carries a tag; servers, which a sandbox keeps by design, are listed apart);
 - **server**: the sandbox's global variables equal those before the case (a general log
   switched on, a candidate configuration, a performance_schema consumer put back); after a
-  SIGKILL this is checked after the next command (``myaccel sandbox list``), which repairs
-  what a killed command left (``myaccel.cli.repair``);
+  SIGKILL this is checked after the next command that reaches the server (``myaccel
+  probe`` with the same options), which repairs what a killed command left
+  (``myaccel.cli.repair``);
 - **sandboxes**: no half-made clone is listed as usable.
 
 Usage::
@@ -79,6 +80,7 @@ class Command:
     argv: Callable[[Lab], list[str]]
     points: tuple[Point, ...]
     timeout_s: float = 600.0
+    fresh_schema: bool = False  # the command prepares its own dataset: drop sbtest first
 
 
 @dataclass
@@ -159,6 +161,7 @@ def _bench(lab: Lab) -> list[str]:
 
 def _capture(lab: Lab) -> list[str]:
     out = lab.out("capture")
+    out.mkdir(parents=True)
     return ["capture", *lab.conn_args(), "--duration", "6", "--baseline", "2", "--out",
             str(out / "w.json")]  # fmt: skip
 
@@ -176,8 +179,11 @@ def _tune(lab: Lab) -> list[str]:
 
 
 def _accelerate(lab: Lab) -> list[str]:
+    # the existing-server path (clone, A/B on the clone, guarded apply): --force --yes
+    # takes it to the apply whatever the A/B says
     return [
-        "accelerate", *lab.conn_args(), "--quick", "--out", str(lab.out("accelerate")),
+        "accelerate", *lab.conn_args(), "--runs", "1", "--time", "3", "--scale", "0.02",
+        "--force", "--yes", "--out", str(lab.out("accelerate")),
     ]  # fmt: skip
 
 
@@ -227,18 +233,20 @@ COMMANDS = {
                 Point("a candidate arm", r"^trial 1 ", 0.5),
                 Point("confirmation", r"^== (confirmation|final)", 1.0),
             ),
+            fresh_schema=True,
         ),
         Command(
             "accelerate",
             _accelerate,
             (
-                Point("probe", r".", 0.5),
-                Point("clone", r"(?i)clon", 1.0),
-                Point("baseline arm", r"(?i)baseline|\[1/", 1.0),
-                Point("candidate arm", r"(?i)candidate|plan arm|\[2/", 1.0),
-                Point("report/apply", r"(?i)report|verdict|apply", 0.2),
+                Point("probe and plan", r"^== probe and plan", 0.3),
+                Point("hot copy (mariadb-backup)", r"mariadb-backup --backup", 0.3),
+                Point("baseline arm", r"^\[1/\d+\] baseline .*started", 2.0),
+                Point("candidate arm", r"^\[\d+/\d+\] candidate .*started", 2.0),
+                Point("guarded apply", r"(?i)^== .*(apply|guard)", 1.0),
             ),
             timeout_s=1200.0,
+            fresh_schema=True,
         ),
     )
 }
@@ -412,7 +420,9 @@ def run_case(lab: Lab, cmd: Command, point: Point, sig: str) -> Outcome:
     out.servers_left = [_describe(p) for p in everything if p.name() in SERVERS]
     if sig == "KILL":
         changed_now = _diff(before, server_variables(lab))
-        _myaccel(lab, ["sandbox", "list"])  # the next command: repairs what was left
+        # the next command that reaches the server (with the same options, the password
+        # given by -p) repairs what was left (myaccel.cli.repair)
+        _myaccel(lab, ["probe", *lab.conn_args(), "--out", f"{lab.out('probe')}.json"])
         out.repaired_by_next = bool(changed_now) and not _diff(before, server_variables(lab))
     out.server_changed = _diff(before, server_variables(lab))
     allowed = {lab.home / "sandboxes" / n / "state.json" for n in _usable_sandboxes(lab)}
@@ -442,11 +452,14 @@ def _diff(a: dict[str, str], b: dict[str, str]) -> list[str]:
     return [f"{k}: {a.get(k)} -> {b.get(k)}" for k in keys if a.get(k) != b.get(k)]
 
 
-def reset(lab: Lab) -> None:
+def reset(lab: Lab, cmd: Command | None = None) -> None:
     """Back to a known state between cases: no journal in effect, the sandbox running on
-    its own configuration."""
-    _myaccel(lab, ["rollback"])
+    its own configuration (and an empty sbtest for a command that prepares its own)."""
+    _myaccel(lab, ["rollback", *lab.conn_args()])
     _myaccel(lab, ["sandbox", "start", lab.sandbox])
+    if cmd is not None and cmd.fresh_schema:
+        _sql(lab, "DROP DATABASE IF EXISTS sbtest")
+        _sql(lab, "CREATE DATABASE sbtest")
 
 
 # ------------------------------------------------------------------ the table
@@ -508,7 +521,7 @@ def main() -> int:
                 if wanted and not any(w in point.name for w in wanted):
                     continue
                 for sig in sigs:
-                    reset(lab)
+                    reset(lab, cmd)
                     o = run_case(lab, cmd, point, sig)
                     outcomes.append(o)
                     print(

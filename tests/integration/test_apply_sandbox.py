@@ -76,7 +76,13 @@ def test_apply_verify_rollback(sb: Sandbox, tmp_path: Path) -> None:
     )
 
 
-def test_rejected_value_rolls_back_automatically(sb: Sandbox, tmp_path: Path) -> None:
+def test_rejected_value_rolls_back_automatically(
+    sb: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The guard now refuses a pool beyond the host's memory before anything happens
+    # (test_guard_live.py); blind it to memory here so that a value the server cannot
+    # start with still reaches the restart, whose failure must roll back on its own.
+    monkeypatch.setattr("myaccel.actions.guard.host_memory", lambda facts: None)
     plan = make_plan(tmp_path, "apply")
     doc = json.loads(plan.read_text())
     bad = dict(doc["recommendations"][0])

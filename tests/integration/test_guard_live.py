@@ -86,13 +86,13 @@ def with_recs(doc: dict[str, Any], *changes: tuple[str, str, str]) -> dict[str, 
     return new
 
 
-def apply_refused(sb: Sandbox, tmp_path: Path, doc: dict[str, Any]) -> str:
+def apply_refused(sb: Sandbox, tmp_path: Path, doc: dict[str, Any], *extra: str) -> str:
     """Apply ``doc``; assert exit 2, one error line with a hint, and that nothing changed."""
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(doc))
     home = sb.home
     before = (variables(sb), tree_hash(home, sb), sb.is_running())
-    code, out, err = run(["apply", str(plan), "--sandbox", NAME, "--yes"])
+    code, out, err = run(["apply", str(plan), "--sandbox", NAME, "--yes", *extra])
     after = (variables(sb), tree_hash(home, sb), sb.is_running())
     assert code == 2, (code, out, err)
     assert out == ""  # not one `change ...` line
@@ -175,3 +175,81 @@ def test_sealed_relaxed_plan_is_applied_and_rolled_back(sb: Sandbox, tmp_path: P
     code, _, err = run(["rollback"])
     assert code == 0, err
     assert variables(sb)["innodb_flush_log_at_trx_commit"] == "1"
+
+
+# ---------------------------------------------------------------- issue 38: every target kind
+
+BYPASS = "[mysqld]\ninnodb_flush_log_at_trx_commit=0\ninnodb_doublewrite=0\n"
+RESTART_ONLY = ("mysql:innodb_log_buffer_size", "32M", "restart")
+
+
+def apply_refused_dir(sb: Sandbox, tmp_path: Path, doc: dict[str, Any], *extra: str) -> str:
+    """``apply_refused`` (no journal, no file, no variable changed), and the sandbox's
+    conf.d/ is not even created."""
+    had_conf_d = (sb.dir / "conf.d").exists()
+    line = apply_refused(sb, tmp_path, doc, *extra)
+    assert (sb.dir / "conf.d").exists() == had_conf_d
+    return line
+
+
+def test_file_target_writing_the_managed_option_file_is_refused(
+    sb: Sandbox, strict_plan: dict[str, Any], tmp_path: Path
+) -> None:
+    """The tester's plan: the sandbox's own 99-myaccel.cnf through file:, with both
+    durability knobs off, and a restart-only knob. It was applied with exit 0 and the
+    server restarted with innodb_flush_log_at_trx_commit=0 and innodb_doublewrite=0."""
+    managed = sb.dir / "conf.d" / "99-myaccel.cnf"
+    doc = with_recs(strict_plan, RESTART_ONLY, (f"file:{managed}", BYPASS, "restart"))
+    line = apply_refused_dir(sb, tmp_path, doc)
+    assert line.startswith(f"error: test-1: file:{managed} writes a file myaccel manages")
+    assert "(and 2 more problems: test-1)" in line
+    v = variables(sb)
+    assert (v["innodb_flush_log_at_trx_commit"], v["innodb_doublewrite"]) == ("1", "ON")
+
+
+@pytest.mark.parametrize(
+    ("target", "content"),
+    [
+        ("file:{conf_d}/50-fast.cnf", BYPASS),
+        ("file:{conf_d}/50-fast.cnf", "[mariadb-10.11]\nloose-skip-innodb-doublewrite\n"),
+        ("file:{conf_d}/50-fast.cnf", '[client-server]\nInnodb-Flush-Log-At-Trx = "2" # x\n'),
+        ("systemd:mariadb.service/ExecStart", "/usr/sbin/mariadbd --sync-binlog=0"),
+        ("systemd:server/Environment", "MYSQLD_OPTS=--skip-innodb-doublewrite"),
+    ],
+)
+def test_durability_through_any_target_kind_is_refused(
+    sb: Sandbox, strict_plan: dict[str, Any], tmp_path: Path, target: str, content: str
+) -> None:
+    t = target.format(conf_d=sb.dir / "conf.d")
+    doc = with_recs(strict_plan, (t, content, "restart"), RESTART_ONLY)
+    line = apply_refused_dir(sb, tmp_path, doc)
+    assert line.startswith(f"error: test-0: {t} ") and "a durability knob" in line
+    assert "--durability strict" in line
+
+
+def test_include_directive_is_refused(
+    sb: Sandbox, strict_plan: dict[str, Any], tmp_path: Path
+) -> None:
+    t = f"file:{sb.dir / 'conf.d' / '50-more.cnf'}"
+    doc = with_recs(strict_plan, (t, "[mysqld]\n!includedir /tmp\n", "restart"), RESTART_ONLY)
+    line = apply_refused_dir(sb, tmp_path, doc)
+    assert "adds `!includedir /tmp`, which makes the server read files" in line
+
+
+def test_set_persist_of_a_durability_knob_is_refused(
+    sb: Sandbox, strict_plan: dict[str, Any], tmp_path: Path
+) -> None:
+    doc = with_recs(strict_plan, ("mysql:innodb_flush_log_at_trx_commit", "2", "online"))
+    line = apply_refused_dir(sb, tmp_path, doc, "--persist")
+    assert "changes innodb_flush_log_at_trx_commit, a durability knob" in line
+
+
+def test_buffer_pool_larger_than_the_host_memory_is_refused(
+    sb: Sandbox, strict_plan: dict[str, Any], tmp_path: Path
+) -> None:
+    """999P is inside the catalog's range: it used to fail at the server, after the
+    journal was opened (a journal and an empty conf.d/ stayed)."""
+    doc = with_recs(strict_plan, ("mysql:innodb_buffer_pool_size", "999P", "online"))
+    line = apply_refused_dir(sb, tmp_path, doc)
+    assert "sets innodb_buffer_pool_size to 1124774006935781376 bytes (999P), more than " in line
+    assert "this host's memory (MemTotal " in line

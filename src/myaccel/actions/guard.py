@@ -1,15 +1,26 @@
 """What apply refuses before it prints, journals or changes anything.
 
-Two promises are enforced here, on every server setting a plan would change (``mysql:``
-variables and ``mycnf:`` server options, after ``--layers``/``--only``):
+The guard judges the configuration a plan would produce, whatever the target kind
+(``mysql:`` variables, with ``SET PERSIST`` or not; ``mycnf:`` options in any group the
+server reads; option-file text a ``file:`` target writes; server options a ``systemd:``
+drop-in or a unit file passes on the server's command line), after ``--layers``/``--only``.
+Spellings are read as the server reads them (``server/option_spelling.py``): dashes or
+underscores, any case, ``loose-``, ``skip-``/``disable-``/``enable-``, ``--``, quotes and
+comments, ``set-variable=``, prefixes of a name. The promises:
 
+- **managed files**: a ``file:`` target may not write one of myaccel's own files
+  (``99-myaccel.*``, ``zz-myaccel*``; symbolic links and ``..`` resolved), in any plan.
 - **durability**: a change to a knob the knob catalog marks as durability-related
   (``innodb_flush_log_at_trx_commit``, ``sync_binlog``, ``innodb_doublewrite``,
   ``innodb_flush_method``; any value) needs a plan made with ``--durability relaxed`` whose
-  content digest still matches: a plan edited to say "relaxed" is refused.
-- **values**: each value must be valid for the knob's catalog type and range on the target
-  server's flavor and version; knobs unknown to the catalog, or not present in that
-  version, are refused too.
+  content digest still matches: a plan edited to say "relaxed" is refused. Such a plan may
+  not add ``!include``/``!includedir`` directives or an ``EnvironmentFile=`` either (they
+  pull in files the guard cannot see).
+- **values**: each ``mysql:``/``mycnf:`` value must be valid for the knob's catalog type
+  and range on the target server's flavor and version; knobs unknown to the catalog, or not
+  present in that version, are refused too.
+- **memory**: a buffer the server allocates whole (``MEMORY_KNOBS``) may not be larger
+  than the host's memory (MemTotal).
 
 Every problem is collected; the error names the first one and counts the others.
 """
@@ -20,21 +31,51 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
 
+from myaccel.actions.effective import (
+    Assignment,
+    HostMemory,
+    assignments,
+    durability_knobs,
+    host_memory,
+    managed_file,
+    pulled_in,
+)
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.knobs.catalog import FLAVOR_LABELS, Catalog, ResolvedKnob, ServerKnobs
 from myaccel.knobs.values import KnobValue, format_size
 from myaccel.model import Facts
-from myaccel.rules.model import Plan, Recommendation, target_knob
-from myaccel.server.optionfile import normalize_key
+from myaccel.rules.model import Plan, Recommendation
+from myaccel.server.option_spelling import OptionWord
 
 # Server variables are stored in at most 64 bits: nothing above fits any of them.
 U64_MAX = (1 << 64) - 1
 CHECKED_SCHEMES = ("mysql:", "mycnf:")
+# Buffers the server allocates whole, at start or when set: none can exceed the host's RAM.
+MEMORY_KNOBS = (
+    "innodb_buffer_pool_size",
+    "innodb_log_buffer_size",
+    "key_buffer_size",
+    "aria_pagecache_buffer_size",
+    "query_cache_size",
+)
 RELAX_HINT = (
     "durability changes need a plan made with `myaccel plan --durability relaxed --out "
     "plan.json`; or leave the recommendation out with --only"
 )
 REMAKE_HINT = "re-make the plan with `myaccel plan --durability relaxed --out plan.json`"
+MANAGED_HINT = (
+    "server options go in mysql: or mycnf: targets (apply writes 99-myaccel.cnf itself); "
+    "or leave the recommendation out with --only"
+)
+INCLUDE_HINT = (
+    "write the options themselves into the file; a plan that pulls other files in needs "
+    "`myaccel plan --durability relaxed --out plan.json`; or leave the recommendation out "
+    "with --only"
+)
+MEMORY_HINT = (
+    "the server cannot allocate it: re-make the plan with `myaccel plan` on this host, or "
+    "leave the recommendation out with --only"
+)
 
 
 class PlanRefused(UsageError, code="plan-refused"):
@@ -49,13 +90,34 @@ class ValueRefused(PlanRefused, code="plan-value"):
     pass
 
 
+class ManagedFileRefused(PlanRefused, code="plan-managed-file"):
+    """A ``file:`` target names one of myaccel's own managed files."""
+
+
+class IncludeRefused(PlanRefused, code="plan-include"):
+    """What a strict plan writes would pull other files in (``!include``, ...)."""
+
+
+class MemoryRefused(PlanRefused, code="plan-memory"):
+    """A buffer larger than the host's memory."""
+
+
 @dataclass(frozen=True)
 class Problem:
     rec_id: str
     target: str
-    kind: str  # "durability" or "value"
+    kind: str  # "managed", "durability", "include", "value" or "memory"
     message: str
     hint: str
+
+
+_REFUSALS: dict[str, type[PlanRefused]] = {
+    "managed": ManagedFileRefused,
+    "durability": DurabilityRefused,
+    "include": IncludeRefused,
+    "value": ValueRefused,
+    "memory": MemoryRefused,
+}
 
 
 @dataclass(frozen=True)
@@ -75,23 +137,25 @@ def check_apply(
     layers: Sequence[str] | None = None,
     only: Sequence[str] | None = None,
 ) -> None:
-    """``check_plan`` against the server apply targets: the probed one when there is one,
-    else the server the plan was made for."""
-    check_plan(plan, server_id(facts, plan), layers=layers, only=only)
+    """``check_plan`` against the server apply targets (the probed one when there is one,
+    else the server the plan was made for) and this host's memory."""
+    check_plan(plan, server_id(facts, plan), layers=layers, only=only, memory=host_memory(facts))
 
 
 class Selection(TypedDict, total=False):
     """Which of a plan's recommendations are checked (``--layers``, ``--only``; all by
-    default) and against which knob catalog (the shipped one by default)."""
+    default), against which knob catalog (the shipped one by default) and which host
+    memory (buffers are not checked against memory when None)."""
 
     layers: Sequence[str] | None
     only: Sequence[str] | None
     catalog: Catalog | None
+    memory: HostMemory | None
 
 
 def check_plan(plan: Plan, server: ServerId | None, **selection: Unpack[Selection]) -> None:
     """Raise ``PlanRefused`` (one line: the first problem and how many others) when a
-    change apply would make breaks the durability or range rules; return otherwise."""
+    change apply would make breaks the guard's rules; return otherwise."""
     problems = plan_problems(plan, server, **selection)
     if not problems:
         return
@@ -101,8 +165,7 @@ def check_plan(plan: Plan, server: ServerId | None, **selection: Unpack[Selectio
     if more:
         ids = ", ".join(dict.fromkeys(p.rec_id for p in problems[1:]))
         message += f" (and {more} more problem{'s' if more > 1 else ''}: {_short(ids, 120)})"
-    cls = DurabilityRefused if first.kind == "durability" else ValueRefused
-    raise cls(
+    raise _REFUSALS[first.kind](
         message,
         hint=first.hint,
         context={"problems": str(len(problems)), "first": first.rec_id},
@@ -120,75 +183,174 @@ def server_id(facts: Facts | None, plan: Plan) -> ServerId | None:
     return None
 
 
-def applied_recommendations(
+def selected_recommendations(
     plan: Plan, *, layers: Sequence[str] | None = None, only: Sequence[str] | None = None
 ) -> list[Recommendation]:
-    """The server-setting recommendations apply would carry out (same selection as
+    """Every recommendation apply would carry out, any target kind (the selection of
     ``plan_apply.build_changes``: action ``apply``, ``--layers``, ``--only``)."""
     return [
         r
         for r in plan.recommendations
-        if r.action == "apply"
-        and (not layers or r.layer in layers)
-        and (not only or r.id in only)
-        and r.target.startswith(CHECKED_SCHEMES)
+        if r.action == "apply" and (not layers or r.layer in layers) and (not only or r.id in only)
+    ]
+
+
+def applied_recommendations(
+    plan: Plan, *, layers: Sequence[str] | None = None, only: Sequence[str] | None = None
+) -> list[Recommendation]:
+    """The server-setting recommendations (``mysql:``, ``mycnf:``) apply would carry out."""
+    return [
+        r
+        for r in selected_recommendations(plan, layers=layers, only=only)
+        if r.target.startswith(CHECKED_SCHEMES)
     ]
 
 
 def plan_problems(
     plan: Plan, server: ServerId | None, **selection: Unpack[Selection]
 ) -> list[Problem]:
+    """Every problem, in this order: managed files, durability, included files, values,
+    memory."""
     cat = selection.get("catalog") or Catalog.load()
-    recs = applied_recommendations(plan, layers=selection.get("layers"), only=selection.get("only"))
+    layers, only = selection.get("layers"), selection.get("only")
+    recs = selected_recommendations(plan, layers=layers, only=only)
     if not recs:
         return []
-    problems: list[Problem] = []
-    for r in recs:
-        name = target_knob(r.target)
-        if name is not None and cat.is_durability(name):
-            p = _durability_problem(plan, r, name)
-            if p is not None:
-                problems.append(p)
+    names = {s.name for s in cat.specs}
+    assigned = [a for r in recs for a in assignments(r, names)]
+    problems = [p for r in recs if (p := _managed_problem(r)) is not None]
+    problems += _durability_problems(plan, assigned, cat)
+    problems += [p for r in recs for p in _include_problems(plan, r, assigned)]
     sk, why = _server_knobs(cat, server)
-    for r in recs:
-        p = _value_problem(sk, why, r)
-        if p is not None:
-            problems.append(p)
-    return problems
+    server_recs = applied_recommendations(plan, layers=layers, only=only)
+    words = {id(a.rec): a.word for a in assigned if a.direct}
+    values = [
+        p for r in server_recs if (p := _value_problem(sk, why, r, words.get(id(r)))) is not None
+    ]
+    bad_ids = {p.rec_id for p in values}
+    memory = selection.get("memory")
+    checked = [a for a in assigned if a.rec.id not in bad_ids]
+    return [*problems, *values, *_memory_problems(checked, memory, cat)]
+
+
+# ------------------------------------------------------------------ managed files
+
+
+def _managed_problem(r: Recommendation) -> Problem | None:
+    if not r.target.startswith("file:"):
+        return None
+    path = r.target.removeprefix("file:")
+    hit = managed_file(path)
+    if hit is None:
+        return None
+    seen = "" if hit == path else f" ({hit} once `..` and symbolic links are resolved)"
+    return Problem(
+        r.id,
+        r.target,
+        "managed",
+        f"{r.id}: {r.target} writes a file myaccel manages{seen}: a plan may not write "
+        "99-myaccel.*/zz-myaccel* files through a file: target",
+        MANAGED_HINT,
+    )
 
 
 # ------------------------------------------------------------------ durability
 
 
-def _durability_problem(plan: Plan, r: Recommendation, name: str) -> Problem | None:
-    what = f"{r.id}: {r.target} = {_show(r.proposed)} changes {name}, a durability knob"
+def _durability_problems(plan: Plan, assigned: list[Assignment], cat: Catalog) -> list[Problem]:
+    """One problem per recommendation and durability knob it changes."""
+    out: dict[tuple[str, str], Problem] = {}
+    for a in assigned:
+        for knob in durability_knobs(cat, a.word.name):
+            key = (a.rec.id, knob)
+            if key not in out and (p := _durability_problem(plan, a, knob)) is not None:
+                out[key] = p
+    return list(out.values())
+
+
+def _relax_refusal(plan: Plan) -> tuple[str, str] | None:
+    """Why the plan may not relax durability (what to add to the message, and the hint),
+    or None when it may: made with --durability relaxed and sealed."""
     if plan.durability != "relaxed":
-        return Problem(
-            r.id,
-            r.target,
-            "durability",
-            f"{what}, and the plan was made with --durability strict",
-            RELAX_HINT,
-        )
+        return ", and the plan was made with --durability strict", RELAX_HINT
     if plan.digest is None:
-        return Problem(
-            r.id,
-            r.target,
-            "durability",
-            f"{what}; the plan says durability relaxed but has no digest to prove it "
+        return (
+            "; the plan says durability relaxed but has no digest to prove it "
             "(made by an older myaccel)",
             REMAKE_HINT,
         )
     if not plan.digest_ok:
-        return Problem(
-            r.id,
-            r.target,
-            "durability",
-            f"{what}; the plan says durability relaxed but its digest does not match its "
+        return (
+            "; the plan says durability relaxed but its digest does not match its "
             "content (edited after `myaccel plan`)",
             REMAKE_HINT + "; do not edit plan.json by hand",
         )
     return None
+
+
+def _durability_problem(plan: Plan, a: Assignment, name: str) -> Problem | None:
+    refusal = _relax_refusal(plan)
+    if refusal is None:
+        return None
+    why, hint = refusal
+    r = a.rec
+    what = f"{r.id}: {a.head} changes {name}, a durability knob"
+    return Problem(r.id, r.target, "durability", what + why, hint)
+
+
+def _include_problems(plan: Plan, r: Recommendation, assigned: list[Assignment]) -> list[Problem]:
+    found = pulled_in(r, [a.word for a in assigned if a.rec is r])
+    refusal = _relax_refusal(plan) if found else None
+    if refusal is None:
+        return []
+    message = (
+        f"{r.id}: {r.target} adds `{_short(found[0], 80)}`, which makes the server read "
+        f"files the plan does not show{refusal[0]}"
+    )
+    hint = INCLUDE_HINT if refusal[1] == RELAX_HINT else refusal[1]
+    return [Problem(r.id, r.target, "include", message, hint)]
+
+
+# ------------------------------------------------------------------ memory
+
+
+def _memory_problems(
+    assigned: list[Assignment], memory: HostMemory | None, cat: Catalog
+) -> list[Problem]:
+    if memory is None:
+        return []
+    out: dict[str, Problem] = {}
+    for a in assigned:
+        p = _memory_problem(a, memory, cat)
+        if p is not None and a.rec.id not in out:
+            out[a.rec.id] = p
+    return list(out.values())
+
+
+def _memory_problem(a: Assignment, memory: HostMemory, cat: Catalog) -> Problem | None:
+    w = a.word
+    if w.name not in MEMORY_KNOBS or not w.sets_value or w.value is None:
+        return None
+    if a.runtime and memory.server_remote:
+        return None  # SET GLOBAL on another host: this host's RAM says nothing
+    try:
+        size = cat.parse_value(w.name, w.value)
+    except MyaccelError:
+        return None  # not a size: the value check says so where it applies
+    if isinstance(size, bool) or not isinstance(size, int) or size <= memory.total_bytes:
+        return None
+    return Problem(
+        a.rec.id,
+        a.rec.target,
+        "memory",
+        f"{a.rec.id}: {a.head} sets {w.name} to {size} bytes ({format_size(size)}), more "
+        f"than this host's memory (MemTotal {_gib(memory.total_bytes)}, {memory.source})",
+        MEMORY_HINT,
+    )
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB"
 
 
 # ------------------------------------------------------------------ values
@@ -203,8 +365,11 @@ def _server_knobs(cat: Catalog, server: ServerId | None) -> tuple[ServerKnobs | 
         return None, f"the {server.source}'s version cannot be used ({exc.message})"
 
 
-def _value_problem(sk: ServerKnobs | None, why: str, r: Recommendation) -> Problem | None:
-    name = target_knob(r.target)
+def _value_problem(
+    sk: ServerKnobs | None, why: str, r: Recommendation, word: OptionWord | None
+) -> Problem | None:
+    """``word``: the option ``r`` sets (None: none the server reads)."""
+    name = word.name if word is not None else None
     head = f"{r.id}: {r.target} = {_show(r.proposed)}"
     if any(ord(c) < 32 or ord(c) == 127 for c in r.proposed):
         return _value(r, f"{head} contains a control character", "values are one line of text")
@@ -228,7 +393,7 @@ def _value_problem(sk: ServerKnobs | None, why: str, r: Recommendation) -> Probl
     k = sk.knob(name)
     if not k.exists:
         return _value(r, f"{head}: {_absence(sk, k)} (source: {_source(k)})", _leave_out_hint())
-    value_text = "OFF" if _is_skip(r.target) else r.proposed
+    value_text = r.proposed if word is None or word.value is None else word.value
     try:
         value = sk.coerce(name, value_text)
     except MyaccelError:
@@ -323,11 +488,6 @@ def _leave_out_hint() -> str:
 
 def _source(k: ResolvedKnob) -> str:
     return k.source or "myaccel knob catalog"
-
-
-def _is_skip(target: str) -> bool:
-    key = normalize_key(target.rsplit("/", 1)[-1], drop_loose=True)
-    return target.startswith("mycnf:") and key.startswith(("skip_", "disable_"))
 
 
 def _show(value: str) -> str:

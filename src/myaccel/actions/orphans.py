@@ -18,13 +18,12 @@ from myaccel.actions.journal import Journal
 
 
 def find_orphans(journal_dir: Path) -> list[Journal]:
-    """Open journals whose owner process is gone (same boot, pid and start time no
-    longer match), oldest first. Unreadable journals are not this function's business
-    (``myaccel rollback`` reports them)."""
+    """Unfinished journals (open, or failed: a repair that could not finish) whose owner
+    process is gone (same boot, pid and start time no longer match), oldest first.
+    Unreadable journals are not this function's business (``myaccel rollback`` reports
+    them)."""
     found = []
     for path in Journal.find_unfinished(journal_dir):
-        if Journal.peek_status(path) != "open":
-            continue
         try:
             journal = Journal.load(path)
         except JournalError:

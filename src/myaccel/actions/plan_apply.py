@@ -172,7 +172,8 @@ class ServerHandle:
         """The user's restart command (it also starts a stopped server); the server must
         answer within a minute after it returns."""
         cmd = str(self.restart_command)
-        r = proc.run(shlex.split(cmd), timeout_s=600)
+        # a restart under way finishes even if myaccel is killed meanwhile
+        r = proc.run(shlex.split(cmd), timeout_s=600, die_with_parent=False)
         if not r.ok:
             raise ApplyError(
                 f"the restart command failed ({cmd}): {(r.stderr or r.stdout).strip()[-200:]}",

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from myaccel import proc
+from myaccel import proc, signals
+from myaccel.actions.effective import durability_knobs
 from myaccel.artifacts import save
 from myaccel.bench.campaign import BenchContext, measure_run, ran_another_workload, server_info
 from myaccel.bench.compare import Comparison, compare_runs
@@ -43,8 +41,10 @@ from myaccel.bench.session import (
     require_valid_runs,
 )
 from myaccel.bench.workload import Workload
-from myaccel.errors import Interrupted, MyaccelError, UsageError
+from myaccel.errors import MyaccelError, UsageError
+from myaccel.knobs.catalog import Catalog
 from myaccel.server.connection import ConnectParams
+from myaccel.server.option_spelling import option_file_words, option_word
 from myaccel.server.sandbox import Sandbox, ServerOptions, parse_sets
 from myaccel.server.sandbox.layout import validate_name
 from myaccel.server.sandbox.redo_files import densify_redo
@@ -64,12 +64,15 @@ class Arm:
         digest = None
         if self.config is not None:
             digest = hashlib.sha256(self.config.read_bytes()).hexdigest()[:16]
+        trades = durability_trades(self)
         return {
             "config": str(self.config) if self.config else None,
             "config_sha256": digest,
             "sets": dict(self.sets),
             "basedir": str(self.basedir) if self.basedir else None,
             **({"launch": list(self.launch)} if self.launch else {}),
+            # the durability knobs this arm changes (what its figures trade for speed)
+            **({"durability": trades} if trades else {}),
         }
 
     def options(self) -> ServerOptions:
@@ -98,6 +101,29 @@ def make_arm(name: str, config: str | None, sets: Sequence[str], basedir: str | 
     )
     check_arm(arm)
     return arm
+
+
+def durability_trades(arm: Arm) -> list[str]:
+    """The settings of ``arm`` (its ``--*-set`` items and its option file) that change a
+    knob the catalog marks as durability-related, as given: ``innodb_flush_log_at_trx_
+    commit=0``. Any spelling the server reads counts (``server/option_spelling.py``)."""
+    cat = Catalog.load()
+    names = {s.name for s in cat.specs}
+    given = [(f"{k}={v}", option_word(k, v, names=names)) for k, v in arm.sets.items()]
+    if arm.config is not None and arm.config.is_file():
+        text = arm.config.read_text(errors="replace")
+        given += [(w.spelt, w) for w in option_file_words(text, names=names)]
+    return list(dict.fromkeys(shown for shown, w in given if durability_knobs(cat, w.name)))
+
+
+def durability_warning(arm_name: str, trades: Sequence[str]) -> str | None:
+    """One line saying that an arm trades crash safety for speed, or None."""
+    if not trades:
+        return None
+    return (
+        f"{arm_name} arm changes durability: {', '.join(trades)}: a crash can lose "
+        "committed transactions, so its speed is not one a durable server gets"
+    )
 
 
 def check_arm(arm: Arm) -> None:
@@ -286,31 +312,9 @@ def sandbox_needs_creation(name: str, *, create: bool, explicit: bool) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def interrupts_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM while a sandbox is put back on its base configuration (a
-    second Ctrl-C must not leave it half restarted); a held signal is raised afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-
-    def _hold(signum: int, _frame: FrameType | None) -> None:
-        pending.append(signum)
-
-    old = {sig: signal.signal(sig, _hold) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-    if pending:
-        raise Interrupted(pending[0])
-
-
 def restore_base_config(sb: Sandbox, note: Callable[[str], None]) -> None:
     """Put the sandbox back on its own (base) configuration, signals held meanwhile."""
-    with interrupts_deferred():
+    with signals.shielded():
         sb.stop()
         sb.start(progress=note)
 
@@ -433,13 +437,24 @@ def run(req: AbRequest, progress: BenchProgress) -> AbResult:
 def compare_pair(records: Sequence[RunRecord], arms: dict[str, Arm], pair: ArmPair) -> Comparison:
     """One comparison of two arms of the campaign (builds may differ in server version
     strings when their basedirs differ)."""
-    return compare_runs(
+    cmp = compare_runs(
         [r for r in records if r.arm == pair.baseline],
         [r for r in records if r.arm == pair.candidate],
         allow_server_difference=arms[pair.baseline].basedir != arms[pair.candidate].basedir,
         baseline_label=pair.baseline_label,
         candidate_label=pair.candidate_label,
     )
+    trades = [
+        w
+        for name, label in (
+            (pair.baseline, pair.baseline_label),
+            (pair.candidate, pair.candidate_label),
+        )
+        if (w := durability_warning(label, durability_trades(arms[name]))) is not None
+    ]
+    if not trades:
+        return cmp
+    return cmp.model_copy(update={"warnings": [*cmp.warnings, *trades]})
 
 
 @dataclass(frozen=True)

@@ -94,10 +94,15 @@ def resolve(conn: ConnectionOptions) -> ConnectParams:
     (a ``--user`` given with it, and its password, replace the sandbox's); otherwise
     option files, ``MYSQL_PWD`` and the options (``server.connection.resolve``)."""
     if conn.sandbox is None:
-        return connection.resolve(conn)
-    from myaccel.server.sandbox import Sandbox
+        params = connection.resolve(conn)
+    else:
+        from myaccel.server.sandbox import Sandbox
 
-    params = Sandbox.load(conn.sandbox).connect_params()
-    if conn.user is not None:
-        params = replace(params, user=conn.user, password=conn.password)
+        params = Sandbox.load(conn.sandbox).connect_params()
+        if conn.user is not None:
+            params = replace(params, user=conn.user, password=conn.password)
+    # switches a killed command left on this server (myaccel.cli.repair, step 2)
+    from myaccel.cli.repair import repair_with
+
+    repair_with(params)
     return params

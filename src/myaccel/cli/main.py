@@ -159,7 +159,7 @@ def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
     )
 
 
-_SIGNAL_EXIT = {
+_SIGNAL_EXIT: dict[int, ExitCode] = {
     signal.SIGINT: ExitCode.INTERRUPTED,
     signal.SIGTERM: ExitCode.TERMINATED,
     signal.SIGHUP: ExitCode.HANGUP,
@@ -234,4 +234,7 @@ def main() -> None:
     try:
         cli(prog_name="myaccel")
     finally:
+        from myaccel.cli.repair import warn_unrepaired
+
+        warn_unrepaired()
         signals.quiet()

@@ -1,54 +1,157 @@
 """Before each command: undo the server switches a killed command left behind.
 
 ``myaccel.actions.orphans`` finds the open journals whose owner process is gone (a
-``capture`` killed by SIGKILL while the general log was on); each is rolled back here with
-the server recorded in it and the password from the usual places (``MYSQL_PWD``,
-``~/.my.cnf``; a sandbox needs none). What cannot be undone now (the server is down, no
-password) is one warning line naming the command that finishes it; the command the user
-asked for runs either way.
+``capture`` killed by SIGKILL while the general log was on). Each is rolled back, at the
+latest by the next command that reaches that server:
+
+1. when a command starts (``repair_orphans``): with the server recorded in the journal and
+   the password from ``MYSQL_PWD`` or ``~/.my.cnf`` (a sandbox needs none);
+2. one that could not be reached that way (the password was given with ``-p``) waits until
+   the command resolves its own server options (``repair_with``): if they name the same
+   server (socket, or host and port), the repair uses them;
+3. what is still not undone when the command ends is one ``warning:`` line naming the
+   ``myaccel rollback --journal ...`` command that finishes it (``warn_unrepaired``).
+
+The command the user asked for runs either way.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from myaccel.actions import rollback
 from myaccel.actions.journal import Journal, journals_dir
 from myaccel.actions.orphans import find_orphans
 from myaccel.errors import MyaccelError
-from myaccel.server.connection import ConnectionOptions
+from myaccel.server.connection import ConnectionOptions, ConnectParams, connect
 
 Note = Callable[[str], None]
 
 
+@dataclass
+class _Pending:
+    note: Note | None = None
+    journals: list[Journal] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)  # journal path -> last error
+    busy: bool = False  # a repair resolves server options itself: no repair inside it
+
+
+_pending = _Pending()
+
+
 def repair_orphans(note: Note) -> None:
-    """Roll back every orphaned journal (see the module docstring)."""
+    """Roll back every orphaned journal that its recorded server allows (step 1)."""
+    _pending.note, _pending.journals, _pending.failures = note, [], {}
     try:
         orphans = find_orphans(journals_dir())
     except OSError:
         return  # an unreadable home is the command's own error to report
+    _pending.busy = True
+    try:
+        _repair_all(orphans)
+    finally:
+        _pending.busy = False
+
+
+def _repair_all(orphans: list[Journal]) -> None:
     for journal in orphans:
-        _repair(journal, note)
+        try:
+            params = _recorded_params(journal)
+        except (MyaccelError, OSError) as exc:
+            _pending.failures[str(journal.path)] = str(exc)
+            _pending.journals.append(journal)
+            continue
+        if not _try(journal, params):
+            _pending.journals.append(journal)
 
 
-def _repair(journal: Journal, note: Note) -> None:
+def repair_with(params: ConnectParams) -> None:
+    """Step 2: the command's own server options, for the orphans of that same server."""
+    if _pending.busy or not _pending.journals:
+        return
+    _pending.busy = True
+    try:
+        _repair_with(params)
+    finally:
+        _pending.busy = False
+
+
+def _repair_with(params: ConnectParams) -> None:
+    for journal in list(_pending.journals):
+        try:
+            recorded = _recorded_params(journal)
+        except (MyaccelError, OSError):
+            continue
+        if recorded is not None and _same_server(recorded, params) and _try(journal, params):
+            _pending.journals.remove(journal)
+
+
+def warn_unrepaired() -> None:
+    """Step 3: one warning per journal still not undone."""
+    note = _pending.note
+    for journal in _pending.journals:
+        if note is not None:
+            why = _pending.failures.get(str(journal.path), "no server connection")
+            note(
+                f"warning: {_who(journal)} was killed and left {_targets(journal)} switched on "
+                f"(journal {journal.path.name}); undoing it failed: {why}. Finish it with: "
+                f"myaccel rollback --journal {journal.path} (with the server options and "
+                "password)"
+            )
+    _pending.journals = []
+
+
+def _recorded_params(journal: Journal) -> ConnectParams | None:
+    """The server recorded in the journal, with the password from MYSQL_PWD or
+    ~/.my.cnf; None when the journal records none (its changes need no server)."""
     from myaccel.cli.apply import _rollback_handle
 
-    owner = journal.data.owner
-    who = f"`myaccel {owner.command}` (pid {owner.pid})" if owner else "a command"
-    targets = ", ".join(dict.fromkeys(e.target for e in journal.entries)) or "nothing"
+    handle = _rollback_handle(journal.path, journal, ConnectionOptions())
+    return handle.params if handle is not None else None
+
+
+def _same_server(a: ConnectParams, b: ConnectParams) -> bool:
+    if a.socket and b.socket:
+        return os.path.realpath(a.socket) == os.path.realpath(b.socket)
+    local = {None, "localhost", "127.0.0.1", "::1"}
+    same_host = a.host == b.host or (a.host in local and b.host in local)
+    return not a.socket and not b.socket and same_host and a.port == b.port
+
+
+def _reachable(journal: Journal, params: ConnectParams) -> bool:
+    """Log in once before rolling back: a repair that cannot log in (the password was
+    given with -p to the killed command) waits for step 2 instead of failing its entries."""
     try:
-        handle = _rollback_handle(journal.path, journal, ConnectionOptions())
-        connect = handle.connector() if handle is not None and handle.params else None
-        res = rollback(journal.path, connect=connect)
+        connect(params).close()
     except (MyaccelError, OSError) as exc:
-        note(
-            f"warning: {who} was killed and left {targets} switched on (journal "
-            f"{journal.path.name}); undoing it failed: {exc}. Finish it with: myaccel rollback "
-            f"--journal {journal.path} (with the server options and password)"
+        _pending.failures[str(journal.path)] = str(exc)
+        return False
+    return True
+
+
+def _try(journal: Journal, params: ConnectParams | None) -> bool:
+    if params is not None and not _reachable(journal, params):
+        return False
+    try:
+        res = rollback(journal.path, connect=None if params is None else lambda: connect(params))
+    except (MyaccelError, OSError) as exc:
+        _pending.failures[str(journal.path)] = str(exc)
+        return False
+    if _pending.note is not None:
+        _pending.note(
+            f"note: {_who(journal)} was killed and left {_targets(journal)} switched on; "
+            f"switched back ({', '.join(res.reverted) or 'already back'}; journal "
+            f"{journal.path.name})"
         )
-        return
-    note(
-        f"note: {who} was killed and left {targets} switched on; switched back "
-        f"({', '.join(res.reverted) or 'already back'}; journal {journal.path.name})"
-    )
+    return True
+
+
+def _who(journal: Journal) -> str:
+    owner = journal.data.owner
+    return f"`myaccel {owner.command}` (pid {owner.pid})" if owner else "a command"
+
+
+def _targets(journal: Journal) -> str:
+    return ", ".join(dict.fromkeys(e.target for e in journal.entries)) or "nothing"
