@@ -222,20 +222,76 @@ class Source:
         return cls(f"{self.name} {problem}", hint=hint, context={**where, **context})
 
 
-def read_document(src: Source) -> Any:
-    """The decoded JSON in ``src.path`` (not yet checked against a schema)."""
+# Every JSON file myaccel reads from the user goes through ``read_json``: bounded in size
+# and in nesting (a document of 200,000 nested ``[`` makes ``json.loads`` recurse until
+# it raises RecursionError), so that a hostile or broken file is one error line, never a
+# crash or an exhausted machine.
+MAX_JSON_BYTES = 64 * 2**20
+MAX_JSON_DEPTH = 64
+
+
+class JsonLimitError(ValueError):
+    """A JSON document over a bound (its size or its nesting)."""
+
+
+def decode_json(raw: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` with a bound on nesting: deeper than ``max_depth`` arrays and
+    objects is a ``JsonLimitError`` (a ``ValueError``, like any JSON that cannot be
+    read), also where ``json.loads`` itself would recurse too deep."""
+    try:
+        doc = json.loads(raw)
+    except RecursionError:
+        raise JsonLimitError(f"nested deeper than {max_depth} levels") from None
+    stack: list[tuple[Any, int]] = [(doc, 1)] if isinstance(doc, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        items = node.values() if isinstance(node, dict) else node
+        for child in items:
+            if isinstance(child, dict | list):
+                if depth >= max_depth:
+                    raise JsonLimitError(f"nested deeper than {max_depth} levels")
+                stack.append((child, depth + 1))
+    return doc
+
+
+def read_bounded(path: Path, max_bytes: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of ``path``, at most ``max_bytes`` (more is a ``JsonLimitError``; a pipe
+    or a device is read up to the bound, never whole). ``OSError`` as ``open`` raises."""
+    with path.open("rb") as f:
+        raw = f.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        size = f"{max_bytes // 2**20} MiB" if max_bytes % 2**20 == 0 else f"{max_bytes:,} bytes"
+        raise JsonLimitError(f"is larger than {size}")
+    return raw
+
+
+def read_json(
+    path: Path, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """The decoded JSON of ``path`` within both bounds (``JsonLimitError`` beyond them,
+    ``ValueError`` for JSON that cannot be read, ``OSError`` for a file that cannot)."""
+    return decode_json(read_bounded(path, max_bytes), max_depth=max_depth)
+
+
+def read_document(
+    src: Source, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """The decoded JSON in ``src.path`` (not yet checked against a schema), within the
+    bounds of ``read_json``."""
     if src.path is None:
         raise TypeError("read_document needs a Source with a path")
     try:
-        raw = src.path.read_bytes()
+        raw = read_bounded(src.path, max_bytes)
     except FileNotFoundError:
         raise src.fail("does not exist", missing=True) from None
     except OSError as exc:
         why = (exc.strerror or str(exc)).lower()
         raise src.fail(f"cannot be read: {why}", missing=True) from None
+    except JsonLimitError as exc:
+        raise src.fail(str(exc)) from None
     try:
-        return json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        return decode_json(raw, max_depth=max_depth)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, JsonLimitError
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise src.fail(f"is not readable JSON: {first}") from None
 
@@ -293,9 +349,12 @@ def load(
     missing: ErrorClass | None = None,
     missing_hint: str | None = None,
     verify: Callable[[Document], None] | None = None,
+    max_bytes: int = MAX_JSON_BYTES,
+    max_depth: int = MAX_JSON_DEPTH,
 ) -> M:
     """Read the artifact in ``path`` as ``model`` (see ``validate``); any failure is one
-    ``error`` (``missing`` for a file that is not there or not readable) naming the file."""
+    ``error`` (``missing`` for a file that is not there or not readable) naming the file.
+    ``max_bytes`` and ``max_depth`` bound the file (``read_json``)."""
     src = Source(
         Path(path),
         what or f"{model.__name__} file",
@@ -304,7 +363,8 @@ def load(
         missing,
         missing_hint,
     )
-    return validate(read_document(src), model, src, verify=verify)
+    doc = read_document(src, max_bytes=max_bytes, max_depth=max_depth)
+    return validate(doc, model, src, verify=verify)
 
 
 def load_any(path: Path | str, *, hint: str = "", error: ErrorClass = DataError) -> BaseModel:

@@ -16,7 +16,6 @@ import pytest
 
 from myaccel import proc
 from myaccel.bench.records import FailureKind
-from myaccel.bench.runner import password_file
 from myaccel.bench.sysbench_output import LUA_WRAPPER, MYACCEL_PREFIX, parse_output
 
 if TYPE_CHECKING:
@@ -36,7 +35,9 @@ def sysbench() -> str:
 
 
 @pytest.fixture(scope="module")
-def hook_db(sandbox_server: Sandbox, sysbench: str) -> Iterator[list[str]]:
+def hook_db(
+    sandbox_server: Sandbox, sysbench: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[str]]:
     """sysbench connection options for a private database with 2 x 1000 rows, prepared
     through the wrapper (so ``prepare`` via the wrapper is exercised too)."""
     params = sandbox_server.bench_params(tcp=False)
@@ -49,28 +50,32 @@ def hook_db(sandbox_server: Sandbox, sysbench: str) -> Iterator[list[str]]:
         f"--mysql-user={params.user}",
         f"--mysql-db={HOOK_DB}",
     ]
-    # the password through a private 0600 file (never on sysbench's command line)
-    with password_file(params.password) as secret:
-        conn += secret
-        prepared = proc.run(
-            [
-                sysbench,
-                str(LUA_WRAPPER),
-                "--myaccel-workload=oltp_read_only",
-                *conn,
-                "--tables=2",
-                "--table-size=1000",
-                "prepare",
-            ],
-            timeout_s=120,
-        )
-        out = parse_output(prepared.stdout + prepared.stderr, exit_code=prepared.returncode)
-        assert out.failure is FailureKind.OK, (out.failure_reasons, prepared.stdout)
-        assert out.tables_created == ("sbtest1", "sbtest2")
-        try:
-            yield conn
-        finally:
-            sandbox_server.query(f"DROP DATABASE IF EXISTS `{HOOK_DB}`")
+    # the password through a private 0600 file of the test's own (never on sysbench's
+    # command line); myaccel itself hands it over a pipe, read once, which these several
+    # sysbench runs could not share
+    cnf = tmp_path_factory.mktemp("hooks") / "sysbench.cnf"
+    cnf.touch(mode=0o600)
+    cnf.write_text(f'mysql-password="{params.password}"\n')
+    conn.append(f"--config-file={cnf}")
+    prepared = proc.run(
+        [
+            sysbench,
+            str(LUA_WRAPPER),
+            "--myaccel-workload=oltp_read_only",
+            *conn,
+            "--tables=2",
+            "--table-size=1000",
+            "prepare",
+        ],
+        timeout_s=120,
+    )
+    out = parse_output(prepared.stdout + prepared.stderr, exit_code=prepared.returncode)
+    assert out.failure is FailureKind.OK, (out.failure_reasons, prepared.stdout)
+    assert out.tables_created == ("sbtest1", "sbtest2")
+    try:
+        yield conn
+    finally:
+        sandbox_server.query(f"DROP DATABASE IF EXISTS `{HOOK_DB}`")
 
 
 COMMON = [

@@ -57,7 +57,7 @@ EXIT = {"TERM": 143, "INT2": 130, "HUP": 129, "KILL": -9}
 def test_a_signal_leaves_nothing_behind(lab: object, command: str, point: str, sig: str) -> None:
     cmd = H.COMMANDS[command]
     (where,) = [p for p in cmd.points if p.name == point]
-    H.reset(lab)
+    H.reset(lab, cmd)
     o = H.run_case(lab, cmd, where, sig)
     assert o.reached, f"the point was not reached: {o.tail}"
     assert o.exit_code == EXIT[sig], o.tail

@@ -86,3 +86,10 @@ def test_a_repair_that_fails_is_one_warning_and_the_command_still_runs(home: Pat
     (line,) = said
     assert line.startswith("warning: ") and f"myaccel rollback --journal {journal}" in line
     assert Journal.peek_status(journal) != "rolled-back"
+
+
+def test_the_marker_name_is_the_clones_own() -> None:
+    from myaccel.cli.repair import CLONE_MARKER
+    from myaccel.clone.incomplete import MARKER
+
+    assert CLONE_MARKER == MARKER

@@ -23,7 +23,14 @@ from myaccel.server.connection import ConnectParams
 def check_new_out_dir(out_dir: Path | None) -> None:
     """``--out`` must be new or empty: accelerate writes facts, plan, runs and a report
     there, and never mixes them with another run's files."""
-    if out_dir and out_dir.is_dir() and any(out_dir.iterdir()):
+    if out_dir is None:
+        return
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(
+            f"--out '{out_dir}' is a file, not a directory",
+            hint="choose a new directory, or omit --out (results go under $MYACCEL_HOME/results)",
+        )
+    if out_dir.is_dir() and any(out_dir.iterdir()):
         raise UsageError(
             f"--out '{out_dir}' is not empty",
             hint="choose a new directory, or omit --out (results go under $MYACCEL_HOME/results)",
@@ -35,6 +42,15 @@ def probe_and_plan(
 ) -> tuple[Facts, Plan, Path]:
     """Facts of the machine and ``server``, the plan for the profile's concurrency, and the
     (private) results directory holding both as facts.json and plan.json."""
+    facts, plan = facts_and_plan(req, server, say)
+    return facts, plan, save_facts_and_plan(req, facts, plan)
+
+
+def facts_and_plan(
+    req: AccelerateRequest, server: ConnectParams, say: Callable[[str], None] | None = None
+) -> tuple[Facts, Plan]:
+    """Facts of the machine and ``server`` and the plan for the profile's concurrency,
+    written nowhere yet (a refusal that depends on the plan comes first)."""
     facts = collect_facts("/", server=server, server_required=True)
     if req.measure_storage:
         facts = facts_with_measured_storage(facts, say=say)
@@ -44,8 +60,13 @@ def probe_and_plan(
         hints=Hints(threads=max(req.profile.threads)),
         knobs=knob_view_for(facts),
     )
+    return facts, plan
+
+
+def save_facts_and_plan(req: AccelerateRequest, facts: Facts, plan: Plan) -> Path:
+    """The (private) results directory, with facts.json and plan.json written into it."""
     out = req.out_dir or myaccel_home() / "results" / new_campaign_id("accelerate")
     private_dir(out)
     save(out / "facts.json", facts)
     save(out / "plan.json", plan)
-    return facts, plan, out
+    return out

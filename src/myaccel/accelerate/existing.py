@@ -1,7 +1,9 @@
 """`accelerate` on an existing server: nothing is benchmarked on the server itself.
 
-preflight (restart method, privileges, disk for the clone) -> probe and plan (without a
-way to restart: online changes only, or a refusal) -> clone (``myaccel.clone``) ->
+preflight (restart method, privileges, disk for the clone, a sysbench dataset on the server
+that the A/B on its clone could not use: all before any side effect) -> probe and plan
+(without a way to restart: online changes only, or a refusal; the results directory is
+written after that check) -> clone (``myaccel.clone``) ->
 interleaved A/B on the clone (its configuration = the user's server, vs the plan) -> if the
 plan improves, a journaled apply to the server -> guarded verification with the server's
 own counters (``live``) over a window before and after; a breach rolls back.
@@ -19,7 +21,8 @@ from pathlib import Path
 
 from myaccel.accelerate.candidate import write_candidate
 from myaccel.accelerate.clone_plan import ScaledPlan, plan_memory, scale_plan
-from myaccel.accelerate.common import probe_and_plan
+from myaccel.accelerate.common import facts_and_plan, save_facts_and_plan
+from myaccel.accelerate.dataset_check import dataset_conflict
 from myaccel.accelerate.live import Verdict
 from myaccel.accelerate.request import (
     AccelerateRequest,
@@ -45,6 +48,7 @@ from myaccel.clone.source import read_source
 from myaccel.errors import UsageError
 from myaccel.model import Facts
 from myaccel.rules.model import Plan
+from myaccel.server.connection import ConnectParams
 from myaccel.server.sandbox import Sandbox
 from myaccel.server.sandbox.layout import sandboxes_root
 
@@ -81,6 +85,36 @@ def _handle(target: ExistingServer, restart: RestartMethod) -> ServerHandle:
     return h
 
 
+# accelerate has no option to drop a dataset: the clone's A/B would drop a copy of the
+# user's schema, so it refuses instead and says how to match it
+_DATASET_HINT = (
+    "the A/B runs on a copy of the server and accelerate never drops a dataset: choose "
+    "--profile/--scale so that the A/B needs what is there ({have}), or move it out of "
+    "schema 'sbtest' on the server (the clone copies that schema)"
+)
+_FOREIGN_TABLES_HINT = (
+    "accelerate prepares its dataset in schema 'sbtest' of the clone, which copies the "
+    "server's: move those tables out of 'sbtest' on the server (accelerate never drops "
+    "tables it did not prepare)"
+)
+DISK_HINT = (
+    "free space there, or set MYACCEL_HOME to a larger file system: the A/B runs on a full "
+    "copy of the server's data"
+)
+
+
+def check_dataset(params: ConnectParams, req: AccelerateRequest) -> None:
+    """The server's sysbench schema, copied into the clone, must hold nothing or the
+    dataset the A/B needs (checked with SELECTs before the clone is made)."""
+    prof = req.profile
+    if req.workload is not None:
+        return
+    conflict = dataset_conflict(params, prof.tables, prof.table_size)
+    if conflict is not None:
+        hint = _DATASET_HINT.format(have=conflict.have) if conflict.ours else _FOREIGN_TABLES_HINT
+        raise UsageError(conflict.message, hint=hint)
+
+
 def run_on_server(
     req: AccelerateRequest,
     target: ExistingServer,
@@ -95,8 +129,9 @@ def run_on_server(
         src, purpose="apply", target=sandboxes_root(), restart_command=target.restart_command
     )
     pre.require()
-    pre_clone = preflight(src, purpose="clone", target=sandboxes_root())
+    pre_clone = preflight(src, purpose="clone", target=sandboxes_root(), disk_hint=DISK_HINT)
     pre_clone.require()
+    check_dataset(params, req)
     if build is not None:
         build.check(src, pre.restart, progress)
     progress.note(f"restart method: {pre.restart.kind} ({pre.restart.detail})")
@@ -104,24 +139,26 @@ def run_on_server(
         progress.note(f"note: {p.message} ({p.hint})")
     handle = _handle(target, pre.restart)
     progress.step("probe and plan")
-    facts, plan, out = probe_and_plan(req, params, progress.note)
+    facts, plan = facts_and_plan(req, params, progress.note)
     if handle.kind in ("systemd", "command"):
         derive_conf_dir(handle, facts, progress.note)
     pc = build_changes(plan, handle, layers=["server"])
     planned, _ = plan_changes(pc.changes)
     for r, why in pc.skipped:
         progress.note(f"not applied {r.id}: {why}")
-    if not planned:
+    if not planned:  # refused before the results directory is written
         if handle.kind == "none":
             raise UsageError(
                 f"myaccel cannot restart this server ({pre.restart.detail}) and the plan has "
                 "no online change left",
                 hint="give --restart-command CMD (or --server-unit UNIT) for the changes that "
-                f"need a restart; see {out / 'plan.json'}",
+                "need a restart; `myaccel plan` with the same server options shows the plan",
             )
         raise UsageError(
-            "the plan has nothing to apply on this server", hint=f"see {out / 'plan.json'}"
+            "the plan has nothing to apply on this server",
+            hint="`myaccel plan` with the same server options shows the plan",
         )
+    out = save_facts_and_plan(req, facts, plan)
     if handle.kind == "none":
         progress.note(
             "online changes only: myaccel cannot restart this server "
@@ -181,6 +218,7 @@ def _ab_on_clone(
     made = make_clone(
         CloneRequest(source=target.params, name=clone_name, candidate_memory=plan_memory(only)),
         progress.note,
+        disk_hint=DISK_HINT,
     )
     progress.note(f"clone ready in {made.duration_s:.1f} s: {made.record_path}")
     scaled = scale_plan(only, made.record.memory_factor)
@@ -188,9 +226,19 @@ def _ab_on_clone(
         progress.note(scaled.describe())
     cand = write_candidate(scaled.plan, facts, out / "tuned.cnf")
     progress.step("interleaved A/B on the clone: the server's configuration vs the plan")
-    if build is not None:
-        return build.arms(req, clone_name, cand.path, out, progress), scaled
-    res = ab_against_base(req, clone_name, cand.path, out, progress)
+    try:
+        if build is not None:
+            return build.arms(req, clone_name, cand.path, out, progress), scaled
+        res = ab_against_base(req, clone_name, cand.path, out, progress)
+    except UsageError as exc:
+        # a dataset refusal on the clone names --cleanup, an option of bench and ab that
+        # accelerate does not have (the pre-check cannot see a schema the account may not
+        # read): say what accelerate's user can do
+        if "--cleanup" not in exc.hint:
+            raise
+        raise UsageError(
+            exc.message, hint=_DATASET_HINT.format(have="the clone's copy of it")
+        ) from exc
     return res.comparison, scaled
 
 

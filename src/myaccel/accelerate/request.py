@@ -61,6 +61,7 @@ class AccelerateRequest:
     out_dir: Path | None = None  # new or empty; default $MYACCEL_HOME/results/ID
     measure_storage: bool = True  # fio on the datadir's device for the I/O rules
     workload: Workload | None = None  # a captured workload ``profile`` replays (sandbox only)
+    allow_ddl: bool = False  # --allow-ddl: the capture's DDL may create the schemas it lacks
     build: BuildSpec | None = None  # --build: a third arm, the PGO+LTO build with the plan
 
 

@@ -1,7 +1,7 @@
 """`accelerate` on a sandbox: its base configuration against the plan's server layer
 (``tuned.cnf``), interleaved A B B A with the dataset restored from a snapshot. With a
-captured workload (``--workload-file``) the A/B replays it; the sandbox gets the touched
-schemas from the DDL the capture stored when it lacks them.
+captured workload (``--workload-file``) the A/B replays it; with ``--allow-ddl`` the sandbox
+gets the touched schemas from the DDL the capture stored when it lacks them.
 
 With ``--build`` (``build_arm``) a third arm joins the same campaign, round-robin: the
 PGO+LTO build of the sandbox's server version with the plan; the comparisons are distro +
@@ -42,7 +42,7 @@ def run_on_sandbox(
             progress.note(f"sandbox '{name}' exists: it keeps its server ({sb.binary_path})")
         ab.restore_base_config(sb, progress.note)  # its own (base) configuration
     if req.workload is not None:
-        made = create_schemas(sb.connect_params(), req.workload)
+        made = create_schemas(sb.connect_params(), req.workload, allow_ddl=req.allow_ddl)
         if made:
             progress.note(
                 f"created schema(s) {', '.join(made)} from the capture's DDL (empty tables: "

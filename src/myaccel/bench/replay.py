@@ -10,6 +10,7 @@ its snapshot before every run of a ``.lua`` workload, as for write workloads) an
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -17,7 +18,8 @@ from pathlib import Path
 from myaccel.artifacts import write_text
 from myaccel.bench.profiles import Profile
 from myaccel.bench.trace_gaps import timed_traces
-from myaccel.bench.workload import ReplayMode, TraceGaps, Workload
+from myaccel.bench.workload import ReplayMode, TraceGaps, Workload, check_replayable, issued
+from myaccel.capture import sqlguard
 from myaccel.errors import UsageError
 from myaccel.paths import myaccel_home
 from myaccel.server.connection import ConnectParams, connect, query_rows
@@ -92,10 +94,19 @@ def _trace_lines(workload: Workload, timed: bool) -> list[str]:
     return [*lines, "},"]
 
 
+def _non_ascii(workload: Workload) -> bool:
+    """Whether a statement or schema the replay issues holds text outside ASCII."""
+    return any(not c.schema_name.isascii() for c in workload.replay_classes()) or any(
+        not sql.isascii() for _, _, sql in issued(workload)
+    )
+
+
 def replay_lua(workload: Workload, mode: ReplayMode = "mix") -> str:
     """The generated script: the classes of ``workload`` as Lua data (and, in sequence and
     timed modes, each connection's statements in order, timed with their gaps), then the
-    engine."""
+    engine. Every statement it holds is one a replay may issue (``check_replayable``,
+    again here: whatever the workload came from, nothing else reaches the script)."""
+    check_replayable(workload)
     if mode != "mix" and not trace_steps(workload)[0]:
         raise UsageError(
             f"--replay-mode {mode} replays each captured connection's statements in order: "
@@ -113,6 +124,10 @@ def replay_lua(workload: Workload, mode: ReplayMode = "mix") -> str:
             f" sql = {{ {sql} }} }},"
         )
     lines.append("},")
+    if _non_ascii(workload):
+        # the statements are UTF-8: the server must read them so (under another client
+        # character set a multi-byte character can swallow the quote or backslash after it)
+        lines.append("names = [[utf8mb4]],")
     if mode != "mix":
         lines += _trace_lines(workload, timed=mode == "timed")
     lines += ["}", f"dofile({lua_string(str(engine_script()))})", ""]
@@ -180,14 +195,37 @@ def _tables(target: ConnectParams) -> dict[str, set[str]]:
     return have
 
 
-def create_schemas(target: ConnectParams, workload: Workload) -> list[str]:
+def create_schemas(
+    target: ConnectParams, workload: Workload, *, allow_ddl: bool = True
+) -> list[str]:
     """Create, from the DDL the capture stored, the schemas the replay touches that
     ``target`` lacks entirely (empty tables: no data was captured); the names created.
-    A schema that exists is left as it is (``check_schemas`` judges it)."""
+    A schema that exists is left as it is (``check_schemas`` judges it).
+
+    Only on a sandbox (or a clone, a sandbox too): its callers are ``accelerate``'s
+    sandbox mode, which passes its ``--allow-ddl`` (without it a missing schema is an
+    error, before any DDL runs), and ``build --train``'s training server, a sandbox
+    myaccel made for it. The DDL is checked again here (``sqlguard.check_schema_ddl``:
+    the schema's CREATE DATABASE and CREATE TABLE of its tables, nothing else)."""
     have = _tables(target)
     todo = [s for s in workload.schemas if s.name in workload.schema_names and s.name not in have]
     if not todo:
         return []
+    if not allow_ddl:
+        raise UsageError(
+            f"the sandbox lacks schema(s) {', '.join(s.name for s in todo)}, which the "
+            "captured workload uses; creating them runs the capture's DDL",
+            hint="add --allow-ddl to create them (empty) from the capture's CREATE statements, "
+            "or load a dump of them into the sandbox first",
+        )
+    for s in todo:
+        try:
+            sqlguard.check_schema_ddl(s.name, s.tables, s.ddl)
+        except sqlguard.Refused as exc:
+            raise UsageError(
+                f"the DDL of schema '{s.name}' in the capture is refused: {exc}",
+                hint="capture the workload again with `myaccel capture`",
+            ) from None
     conn = connect(target)
     try:
         with conn.cursor() as cur:
@@ -202,7 +240,15 @@ def create_schemas(target: ConnectParams, workload: Workload) -> list[str]:
                     )
                 quoted = "`" + s.name.replace("`", "``") + "`"
                 first, *tables = s.ddl
-                cur.execute(first.replace("CREATE DATABASE", "CREATE DATABASE IF NOT EXISTS", 1))
+                if not re.match(r"\s*CREATE\s+(?:DATABASE|SCHEMA)\s+IF\s", first, re.IGNORECASE):
+                    first = re.sub(
+                        r"^\s*CREATE\s+(DATABASE|SCHEMA)\b",
+                        r"CREATE \1 IF NOT EXISTS",
+                        first,
+                        count=1,
+                        flags=re.IGNORECASE,
+                    )
+                cur.execute(first)
                 cur.execute(f"USE {quoted}")
                 for sql in tables:
                     cur.execute(sql)
@@ -212,9 +258,21 @@ def create_schemas(target: ConnectParams, workload: Workload) -> list[str]:
 
 
 def check_schemas(target: ConnectParams, workload: Workload) -> None:
-    """Refuse a server that lacks a schema (or a table of one) the replay touches."""
+    """Refuse a server that lacks a schema (or a table of one) the replay touches, and a
+    workload whose statements name another schema of this server (``sbtest.sbtest1``:
+    a replay stays in the schemas it captured)."""
     want = {s.name: s.tables for s in workload.schemas if s.name in workload.schema_names}
     have = _tables(target)
+    ours = {s.casefold() for s in (*workload.schema_names, *(s.name for s in workload.schemas))}
+    foreign = [s for s in have if s.casefold() not in ours]
+    hit = sqlguard.foreign_qualifiers((sql for _, _, sql in issued(workload)), foreign)
+    if hit is not None:
+        raise UsageError(
+            f"the captured workload names schema '{hit}' of this server, which it did not "
+            "capture: a replay runs in its own schemas only",
+            hint="replay a capture of this application (its schemas are listed in the file), "
+            "or rename the table alias that has the schema's name",
+        )
     for name in workload.schema_names:
         missing = [t for t in want.get(name, []) if t not in have.get(name, set())]
         if name not in have or missing:

@@ -18,16 +18,36 @@ The model lives here, below ``capture/`` (which writes it), because the replay i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, StringConstraints
 
 from myaccel.artifacts import artifact, load
+from myaccel.capture import sqlguard
 from myaccel.errors import UsageError
 from myaccel.model import Strict
 
 WORKLOAD_SCHEMA = "myaccel.workload/1"
+
+# Bounds of a workload file, far above what a capture writes (50 examples a class, traces
+# of about 20,000 statements): a file is read whole and then replayed, and it may come
+# from anywhere (docs/workloads.md, "What a workload file may hold").
+MAX_FILE_BYTES = 64 * 2**20
+MAX_DEPTH = 16  # a workload is 5 levels deep
+MAX_CLASSES = 100_000
+MAX_EXAMPLES = 1_000  # per class
+MAX_CONNECTIONS = 100_000  # the replay's threads: a server's max_connections at most
+MAX_TRACE_STATEMENTS = 1_000_000  # per connection
+MAX_SAMPLES = 1_000_000
+MAX_COUNT = 10**15
+MAX_US = 1e13  # microseconds (115 days): a latency, a gap, an offset
+Sql = Annotated[str, StringConstraints(max_length=sqlguard.MAX_STATEMENT_CHARS)]
+Name = Annotated[str, StringConstraints(max_length=sqlguard.MAX_NAME_CHARS)]
+Short = Annotated[str, StringConstraints(max_length=1_024)]
+Note = Annotated[str, StringConstraints(max_length=10_000)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 StatementKind = Literal["read", "write", "transaction", "other"]
 TraceGaps = Literal["end-to-start", "start-to-start"]  # what a Statement.gap_us measures
 # how bench/ab/accelerate --workload-file and capture --check replay it (bench.replay)
@@ -35,67 +55,78 @@ ReplayMode = Literal["mix", "sequence", "timed"]
 REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
 
 
-class Latency(Strict):
+class Part(Strict):
+    """A part of a workload file: unknown fields, a value of another type ("12" for 12)
+    and a number that is not finite are errors."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False)
+
+
+class Latency(Part):
     """Latency of a class's statements in microseconds (from the timed events)."""
 
-    samples: int
-    mean_us: float
-    p50_us: float
-    p95_us: float
-    p99_us: float
-    max_us: float
+    samples: Count
+    mean_us: float = Field(ge=0, le=MAX_US)
+    p50_us: float = Field(ge=0, le=MAX_US)
+    p95_us: float = Field(ge=0, le=MAX_US)
+    p99_us: float = Field(ge=0, le=MAX_US)
+    max_us: float = Field(ge=0, le=MAX_US)
 
 
-class StatementClass(Strict):
-    id: str  # a short, stable hash of ``text``
-    text: str  # the normalized statement (literals as ?)
-    schema_name: str = ""  # the default schema it ran in ("" when none)
+class StatementClass(Part):
+    id: Short  # a short, stable hash of ``text``
+    text: Sql  # the normalized statement (literals as ?)
+    schema_name: Name = ""  # the default schema it ran in ("" when none)
     kind: StatementKind
-    count: int
-    share_pct: float
-    examples: list[str] = Field(default_factory=list)  # with literals (empty when redacted)
+    count: Count
+    share_pct: float = Field(ge=0, le=100)
+    # with literals (empty when redacted)
+    examples: list[Sql] = Field(default_factory=list, max_length=MAX_EXAMPLES)
     replayable: bool = True
-    not_replayed_because: str | None = None
-    rows_sent: int | None = None
-    rows_affected: int | None = None
-    rows_examined: int | None = None
+    not_replayed_because: Note | None = None
+    rows_sent: Count | None = None
+    rows_affected: Count | None = None
+    rows_examined: Count | None = None
     latency: Latency | None = None
 
 
-class Statement(Strict):
-    t_ms: float  # since the start of the window (general log: 1 s resolution)
-    class_id: str
-    sql: str  # with literals, or the normalized text when redacted
-    latency_us: float | None = None
+class Statement(Part):
+    # since the start of the window (general log: 1 s resolution)
+    t_ms: float = Field(ge=-MAX_US, le=MAX_US)
+    class_id: Short
+    sql: Sql  # with literals, or the normalized text when redacted
+    latency_us: float | None = Field(default=None, ge=0, le=MAX_US)
     # the time before it on its connection, microseconds (``Workload.trace_gaps`` says from
     # what: the previous statement's end or start); None for a trace's first statement and
     # in captures written before gaps were recorded (``bench.trace_gaps.timed_traces``)
-    gap_us: float | None = None
+    gap_us: float | None = Field(default=None, ge=-MAX_US, le=MAX_US)
 
 
-class ConnectionTrace(Strict):
-    id: int
-    user: str | None = None
-    statements: list[Statement] = Field(default_factory=list)
+class ConnectionTrace(Part):
+    id: int = Field(ge=0, le=2**64)
+    user: Short | None = None
+    statements: list[Statement] = Field(default_factory=list, max_length=MAX_TRACE_STATEMENTS)
 
 
-class Concurrency(Strict):
-    connections: int  # client connections that ran statements in the window
-    sample_interval_s: float
-    threads_running: list[int] = Field(default_factory=list)  # samples, ours excluded
-    threads_running_mean: float | None = None
-    threads_running_p95: float | None = None
+class Concurrency(Part):
+    # client connections that ran statements in the window (a replay's threads)
+    connections: int = Field(ge=0, le=MAX_CONNECTIONS)
+    sample_interval_s: float = Field(ge=0, le=3600)
+    # samples, ours excluded
+    threads_running: list[Count] = Field(default_factory=list, max_length=MAX_SAMPLES)
+    threads_running_mean: float | None = Field(default=None, ge=0, le=MAX_COUNT)
+    threads_running_p95: float | None = Field(default=None, ge=0, le=MAX_COUNT)
 
 
-class SchemaInfo(Strict):
-    name: str
-    tables: list[str] = Field(default_factory=list)
+class SchemaInfo(Part):
+    name: Name
+    tables: list[Name] = Field(default_factory=list, max_length=MAX_CLASSES)
     # SHOW CREATE DATABASE, then SHOW CREATE TABLE of each table (no data): what a sandbox
     # needs to replay on (``bench.replay.create_schemas``); empty in older captures
-    ddl: list[str] = Field(default_factory=list)
+    ddl: list[Sql] = Field(default_factory=list, max_length=MAX_CLASSES + 1)
 
 
-class Overhead(Strict):
+class Overhead(Part):
     """Statements per second the server counted (``Questions``, ours excluded) before the
     capture switched anything on, while it ran, and after it switched everything back."""
 
@@ -107,28 +138,30 @@ class Overhead(Strict):
 
 
 @artifact(WORKLOAD_SCHEMA)
-class Workload(Strict):
+class Workload(Part):
     schema_version: str = WORKLOAD_SCHEMA
-    created_at: str
-    myaccel_version: str
-    server: dict[str, str | None]  # version_string, flavor, version, host
+    created_at: Short
+    myaccel_version: Short
+    # version_string, flavor, version, host
+    server: dict[Short, Short | None] = Field(max_length=64)
     source: Literal["performance_schema", "general_log"]
-    window_s: float
+    window_s: float = Field(ge=0, le=MAX_US)
     redacted: bool = False
-    statements_total: int
-    statements_per_s: float
-    classes: list[StatementClass]
-    connections: list[ConnectionTrace] = Field(default_factory=list)
+    statements_total: Count
+    statements_per_s: float = Field(ge=0, le=MAX_COUNT)
+    classes: list[StatementClass] = Field(max_length=MAX_CLASSES)
+    connections: list[ConnectionTrace] = Field(default_factory=list, max_length=MAX_CONNECTIONS)
     connections_truncated: bool = False
     # what the statements' gap_us measure (bench.trace_gaps); None in older captures
     trace_gaps: TraceGaps | None = None
     concurrency: Concurrency
-    schemas: list[SchemaInfo] = Field(default_factory=list)
+    schemas: list[SchemaInfo] = Field(default_factory=list, max_length=MAX_CLASSES)
     overhead: Overhead | None = None
-    settings_changed: list[str] = Field(default_factory=list)  # targets capture switched
-    journal: str | None = None
-    replay_of: str | None = None  # capture --check: the replayed workload's created_at
-    notes: list[str] = Field(default_factory=list)
+    # targets capture switched
+    settings_changed: list[Short] = Field(default_factory=list, max_length=1_000)
+    journal: Note | None = None
+    replay_of: Short | None = None  # capture --check: the replayed workload's created_at
+    notes: list[Note] = Field(default_factory=list, max_length=1_000)
 
     def replay_classes(self) -> list[StatementClass]:
         """The classes a replay issues: replayable, with an example and a count."""
@@ -165,15 +198,30 @@ class Workload(Strict):
 
 
 _HINT = "pass a file written by `myaccel capture --out W.json`"
+_REFUSED_HINT = (
+    "a workload file may hold single DML statements on its own schemas, and as DDL only "
+    "their CREATE DATABASE and CREATE TABLE (docs/workloads.md); capture it again with "
+    "`myaccel capture`"
+)
 
 
 def load_workload(path: Path) -> Workload:
-    """A workload file named on the command line (errors are usage errors)."""
-    return load(path, Workload, what="workload", hint=_HINT, error=UsageError)
+    """A workload file named on the command line (errors are usage errors), read within
+    the bounds above and checked against the model strictly."""
+    return load(
+        path,
+        Workload,
+        what="workload",
+        hint=_HINT,
+        error=UsageError,
+        max_bytes=MAX_FILE_BYTES,
+        max_depth=MAX_DEPTH,
+    )
 
 
 def load_replayable(path: Path) -> Workload:
-    """A workload that can be replayed: not redacted, with statements to issue."""
+    """A workload that can be replayed: not redacted, with statements to issue, each of
+    them one a replay may issue (``check_replayable``)."""
     w = load_workload(path)
     if w.redacted:
         raise UsageError(
@@ -185,4 +233,58 @@ def load_replayable(path: Path) -> Workload:
             f"workload '{path}' holds no statement myaccel can replay",
             hint="capture a longer window while the application runs",
         )
+    check_replayable(w, f"workload '{path}'")
     return w
+
+
+def issued(w: Workload) -> Iterator[tuple[StatementClass, str, str]]:
+    """(class, where in the file, SQL) of every statement a replay of ``w`` may issue:
+    each example of a replayed class, each traced statement of one (as ``bench.replay``
+    pairs them, by class id)."""
+    replayed = w.replay_classes()
+    for c in replayed:
+        for i, sql in enumerate(c.examples, 1):
+            yield c, f"example {i}", sql
+    by_id = {c.id: c for c in replayed}
+    for t in w.connections:
+        for i, st in enumerate(t.statements, 1):
+            k = by_id.get(st.class_id)
+            if k is not None:
+                yield k, f"statement {i} of connection {t.id}", st.sql
+
+
+def _shown(sql: str, width: int = 60) -> str:
+    """A statement on one line, cut to ``width`` (for an error message)."""
+    one = " ".join(repr(sql)[1:-1].split())
+    return one if len(one) <= width else one[: width - 3] + "..."
+
+
+def _refuse(name: str, where: str, why: str) -> UsageError:
+    return UsageError(f"{name} is refused: {where}: {why}", hint=_REFUSED_HINT)
+
+
+def check_replayable(w: Workload, name: str = "the workload") -> None:
+    """Refuse (``UsageError``) a workload whose replay could issue anything but single DML
+    statements on its own schemas (``capture.sqlguard``), or whose DDL is more than the
+    CREATE DATABASE and CREATE TABLE of those schemas."""
+    declared: set[str] = set()
+    for s in w.schemas:
+        try:
+            sqlguard.valid_name(s.name, "the schema")
+            if sqlguard.is_system_schema(s.name):
+                raise sqlguard.Refused("it is a system schema")
+            if s.name in declared:
+                raise sqlguard.Refused("it is listed twice")
+            for t in s.tables:
+                sqlguard.valid_name(t, "the table")
+            sqlguard.check_schema_ddl(s.name, s.tables, s.ddl)
+        except sqlguard.Refused as exc:
+            raise _refuse(name, f"schema {_shown(s.name, 30)!r}", str(exc)) from None
+        declared.add(s.name)
+    ids = [c.id for c in w.replay_classes()]
+    if len(set(ids)) != len(ids):
+        raise _refuse(name, "classes", "two replayed classes have the same id")
+    for c, at, sql in issued(w):
+        why = sqlguard.class_refusal(c.schema_name, [sql])
+        if why is not None:
+            raise _refuse(name, f"class {_shown(c.id, 12)}, {at} ({_shown(sql)})", why)

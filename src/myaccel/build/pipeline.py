@@ -39,6 +39,7 @@ from myaccel.build.stages import (
 )
 from myaccel.build.tree import SourceTree, detect_tree
 from myaccel.build.verify import ATOMICS_EXPECTED
+from myaccel.outdir import check_writable_dir
 from myaccel.paths import myaccel_home
 
 
@@ -82,7 +83,30 @@ def _check_out_dir(out: Path, tree: SourceTree, resume: bool) -> BuildManifest |
             f"--out {out} exists, is not empty and holds no myaccel build",
             hint="pass a new or empty directory (myaccel never writes into other files)",
         )
+    check_writable_dir(out, "--out")  # a dry run too: the build would fail there
     return None
+
+
+def _check_compare_with(req: BuildRequest, tree: SourceTree) -> None:
+    """--compare-with: an install tree holding this tree's server, checked now rather than
+    by the measure stage after hours of compiling."""
+    if not req.compare_with:
+        return
+    base = Path(req.compare_with)
+    if not base.is_dir():
+        raise BuildOptionError(
+            f"--compare-with '{req.compare_with}' does not exist",
+            hint="pass the install tree of another build of the same source "
+            "(OUT/install of `myaccel build`)",
+        )
+    wanted = tree.adapter.server_binaries
+    if not any((base / rel).is_file() for rel in wanted):
+        raise BuildOptionError(
+            f"--compare-with '{req.compare_with}' holds no {tree.adapter.server_name} "
+            f"(looked for {', '.join(wanted)})",
+            hint="pass the install tree of another build of the same source "
+            "(OUT/install of `myaccel build`)",
+        )
 
 
 def _check_training(req: BuildRequest, tree: SourceTree) -> None:
@@ -120,6 +144,7 @@ def prepare(
     tree = detect_tree(source)
     ad = tree.adapter
     _check_training(req, tree)
+    _check_compare_with(req, tree)
     if req.wants("pgo") and req.cross and ad.trainer == "sandbox":
         raise BuildOptionError(
             "PGO of a cross-built server cannot be trained on this machine",

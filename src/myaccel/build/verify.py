@@ -9,13 +9,21 @@ warnings, the generated config, the pre-BOLT binary) comes from the build manife
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from myaccel.build.bolt import has_bolt_marker
-from myaccel.build.manifest import BuildManifest, CheckResult
+from myaccel.build.manifest import (
+    MANIFEST,
+    BuildManifest,
+    CheckResult,
+    load_manifest,
+    sha256_file,
+)
+from myaccel.errors import BinaryError, MyaccelError
 from myaccel.facts.binary import collect_binary
 from myaccel.model import BinaryFacts
 
@@ -95,6 +103,59 @@ def reclassify_missing_profiles(
         return None
     instrumented = Path(manifest.out_dir) / "train-install" / rel
     return pgo.classify_missing_profiles(Path(st.log).read_text(errors="replace"), instrumented)
+
+
+# Strings every mysqld/mariadbd carries whatever its version, architecture or build options
+# (an InnoDB system variable and a server option); client programs and libraries have
+# neither.
+SERVER_MARKERS = (b"innodb_buffer_pool_size", b"skip-grant-tables")
+
+
+def has_server_markers(binary: Path) -> bool:
+    """Whether ``binary`` holds the strings of a MySQL-family server (read, not run: a
+    binary of another architecture is recognised too)."""
+    try:
+        with binary.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return all(mm.find(m) >= 0 for m in SERVER_MARKERS)
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return False
+
+
+def _build_owning(binary: Path, manifest: BuildManifest | None) -> BuildManifest | None:
+    """The myaccel build ``binary`` belongs to: ``manifest`` (``--manifest``) or the
+    manifest.json of an enclosing build directory, when the binary lies under its --out
+    (the kvlab fixture, an instrumented server under OUT/train-install)."""
+    real = binary.resolve()
+    cands: list[BuildManifest] = [manifest] if manifest is not None else []
+    for d in list(real.parents)[:4]:
+        if (d / MANIFEST).is_file():
+            try:
+                cands.append(load_manifest(d / MANIFEST))
+            except MyaccelError:
+                continue
+    digest = ""
+    for m in cands:
+        if m.out_dir and Path(m.out_dir).resolve() in real.parents:
+            return m
+        if m.binaries:
+            digest = digest or sha256_file(real)
+            if digest in m.binaries.values():
+                return m
+    return None
+
+
+def require_server(binary: Path, manifest: BuildManifest | None) -> None:
+    """``verify-build`` checks servers: refuse an ELF file that is neither a MySQL-family
+    server (its strings) nor a binary of a myaccel build (its manifest)."""
+    if has_server_markers(binary) or _build_owning(binary, manifest) is not None:
+        return
+    raise BinaryError(
+        f"'{binary}' is not a MySQL/MariaDB server binary "
+        "(it lacks the strings innodb_buffer_pool_size and skip-grant-tables of every server, "
+        "and no myaccel build holds it)",
+        hint="pass the server executable, e.g. <prefix>/bin/mariadbd, /usr/sbin/mysqld or "
+        "OUT/install/bin/mariadbd of `myaccel build` (with --manifest OUT/manifest.json)",
+    )
 
 
 def run_checks(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from myaccel.bench.workload import ConnectionTrace, Latency, Statement, StatementClass
 from myaccel.capture.normalize import class_id, kind_of, normalize, not_replayed_because
+from myaccel.capture.sqlguard import class_refusal
 
 # Examples with literals kept per class (a reservoir sample): the replay draws from them,
 # so a few dozen spread its reads and writes over more than a handful of rows.
@@ -102,6 +103,22 @@ def _trace_cutoff(events: Sequence[Event]) -> float | None:
     return cut if cut > times[0] else None  # all in one instant: the first ones, in order
 
 
+def _not_replayed(accs: dict[str, _Acc], traces: Iterable[ConnectionTrace]) -> dict[str, str]:
+    """Why a replay leaves each class out: its first word (``not_replayed_because``), or
+    one of its examples or traced statements that a replay may not issue
+    (``sqlguard.class_refusal``: the same check a replay makes of the file it reads)."""
+    why = {cid: r for cid, a in accs.items() if (r := not_replayed_because(a.text)) is not None}
+    for cid, a in accs.items():
+        if cid not in why and (r := class_refusal(a.schema, a.examples)) is not None:
+            why[cid] = r
+    for t in traces:
+        for st in t.statements:
+            a = accs[st.class_id]
+            if st.class_id not in why and (r := class_refusal(a.schema, [st.sql])) is not None:
+                why[st.class_id] = r
+    return why
+
+
 def build_classes(
     events: Iterable[Event], *, seed: int = 1
 ) -> tuple[list[StatementClass], list[ConnectionTrace], bool]:
@@ -147,6 +164,7 @@ def build_classes(
         else:
             truncated = True
     total = sum(a.count for a in accs.values()) or 1
+    why = _not_replayed(accs, traces.values())
     classes = [
         StatementClass(
             id=cid,
@@ -156,8 +174,8 @@ def build_classes(
             count=a.count,
             share_pct=round(100 * a.count / total, 3),
             examples=a.examples,
-            replayable=not_replayed_because(a.text) is None,
-            not_replayed_because=not_replayed_because(a.text),
+            replayable=why.get(cid) is None,
+            not_replayed_because=why.get(cid),
             rows_sent=a.rows.get("rows_sent"),
             rows_affected=a.rows.get("rows_affected"),
             rows_examined=a.rows.get("rows_examined"),

@@ -1,6 +1,14 @@
 """``capture --check W.json``: replay a captured workload on this server through sysbench
 (``bench.session.run_bench`` with ``--workload-file``) and capture the replay meanwhile,
-then compare the two (``fidelity``)."""
+then compare the two (``fidelity``).
+
+Replaying is what ``--check`` is for, so it runs the workload's statements on the server it
+captures (the one the options name, as ``bench`` does), and only those a replay may issue:
+the CLI reads the file with ``load_replayable`` before anything else (single DML statements
+and transaction control on the file's own schemas, ``capture.sqlguard``), the replay script
+is written from statements checked again (``bench.replay.replay_lua``), and ``run_bench``
+checks the server's schemas (refusing a statement that names another schema of it) before
+sysbench starts. It never runs DDL: the server must hold the schemas already."""
 
 from __future__ import annotations
 

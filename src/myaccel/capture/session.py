@@ -19,6 +19,7 @@ from myaccel.actions.journal import JournalOwner
 from myaccel.actions.settings import setting_for
 from myaccel.bench.trace_gaps import with_gaps
 from myaccel.bench.workload import Concurrency, Overhead, SchemaInfo, Workload
+from myaccel.capture import sqlguard
 from myaccel.capture.assemble import Event, build_classes, percentile
 from myaccel.capture.general_log import GeneralLogSource
 from myaccel.capture.pfs import PerformanceSchemaSource
@@ -112,21 +113,32 @@ def _overhead(
     )
 
 
-def _schemas(ours: Ours, conn: Conn, names: list[str]) -> list[SchemaInfo]:
+def _schemas(ours: Ours, conn: Conn, names: list[str], notes: list[str]) -> list[SchemaInfo]:
+    """The schemas the statements ran in (no system schema, only names a replay may use),
+    their base tables (views and sequences are not recreated) and their DDL; DDL that a
+    replay would refuse to run (``sqlguard.check_schema_ddl``: another engine, DATA
+    DIRECTORY...) is left out with a note (a sandbox then needs a dump of the schema)."""
     out = []
     for name in names:
+        if sqlguard.is_system_schema(name) or not sqlguard.name_ok(name):
+            continue
         rows = ours.query(
             conn,
             "SELECT table_name FROM information_schema.TABLES WHERE table_schema = %s "
-            "ORDER BY table_name",
+            "AND table_type IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY table_name",
             name,
         )
-        tables = [str(r[0]) for r in rows]
+        tables = [str(r[0]) for r in rows if sqlguard.name_ok(str(r[0]))]
         q = "`" + name.replace("`", "``") + "`"
         ddl = [str(r[1]) for r in ours.query(conn, f"SHOW CREATE DATABASE {q}")]
         for t in tables:
             qt = "`" + t.replace("`", "``") + "`"
             ddl += [str(r[1]) for r in ours.query(conn, f"SHOW CREATE TABLE {q}.{qt}")]
+        try:
+            sqlguard.check_schema_ddl(name, tables, ddl)
+        except sqlguard.Refused as exc:
+            notes.append(f"the DDL of schema '{name}' is not kept ({exc}): load a dump of it")
+            ddl = []
         out.append(SchemaInfo(name=name, tables=tables, ddl=ddl))
     return out
 
@@ -226,6 +238,7 @@ def _capture_with(
     traces, gaps = with_gaps(traces)
     during = _qps(win.questions, win.ours_statements, win.seconds)
     names = sorted({c.schema_name for c in classes if c.schema_name})
+    notes = list(src.notes)
     sv = parse_server_version(v["version"], v["comment"])
     workload = Workload(
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -245,11 +258,11 @@ def _capture_with(
         connections_truncated=truncated,
         trace_gaps=gaps,
         concurrency=_concurrency(win.events, win.samples, req.sample_interval_s),
-        schemas=_schemas(ours, conn, names),
+        schemas=_schemas(ours, conn, names, notes),
         overhead=_overhead(before, during, after, req.baseline_s),
         settings_changed=changed,
         journal=str(journal) if journal else None,
-        notes=list(src.notes),
+        notes=notes,
     )
     return workload
 

@@ -40,6 +40,7 @@ class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags):
     train: str = "quick"
     jobs: int | None = None
     swap_binary: bool = False
+    allow_ddl: bool = False
 
     def build_spec(self) -> pipeline.BuildSpec | None:
         """``--build`` and its options, checked (the training profile must exist)."""
@@ -112,6 +113,12 @@ def _replay(
             "replays them on a sandbox only",
             hint="drop the server options (a sandbox named 'accelerate') or pass --sandbox NAME",
         )
+    if opts.allow_ddl and opts.workload_file is None:
+        raise UsageError(
+            "--allow-ddl lets the capture's DDL create the schemas of --workload-file on the "
+            "sandbox",
+            hint="add --workload-file W.json, or drop --allow-ddl",
+        )
     return opts.replay(prof, threads_given=False)
 
 
@@ -167,6 +174,13 @@ def _replay(
 )
 @options.workload_file
 @options.replay
+@click.option(
+    "--allow-ddl",
+    is_flag=True,
+    help="With --workload-file: create the schemas the sandbox lacks from the capture's DDL "
+    "(its CREATE DATABASE and CREATE TABLE statements, checked; empty tables). Without it a "
+    "missing schema is an error.",
+)
 @options.directory(
     "--basedir",
     help="Sandbox: the install tree a new sandbox runs (default: the system's server), e.g. "
@@ -217,7 +231,7 @@ def accelerate(opts: AccelerateOptions) -> None:
     if the plan improves, a journaled apply verified with the server's own counters over
     a window before and after; a guardrail breach rolls back (docs/existing-server.md).
     --workload-file W.json: the A/B replays a workload of `myaccel capture` (sandbox mode;
-    missing schemas are created from the DDL in the capture)."""
+    with --allow-ddl, missing schemas are created from the DDL in the capture)."""
     t0 = time.monotonic()
     with terminate_as_interrupt():
         # every check before anything is written, started or created
@@ -263,6 +277,7 @@ def accelerate(opts: AccelerateOptions) -> None:
                     else isinstance(target, pipeline.SandboxTarget)
                 ),
                 workload=workload,
+                allow_ddl=opts.allow_ddl,
                 build=build_spec,
             ),
             AccelerateProgress(),

@@ -258,6 +258,14 @@ sweep_options = options.compose(
 @options_into(BenchOptions)
 def bench(opts: BenchOptions) -> None:
     """Run sysbench workloads and record one JSON document per run."""
+    if not opts.prepare_only:  # where the runs go: writable before the dataset is touched
+        from myaccel.outdir import check_writable_dir
+        from myaccel.paths import myaccel_home
+
+        check_writable_dir(
+            opts.out_dir or myaccel_home() / "results",
+            "--out" if opts.out_dir else "the results directory (MYACCEL_HOME)",
+        )
     prof, workload = sweep_profile(opts)
     harness = opts.harness_options()
     bench_p, admin_p, pid = targets(opts.conn)

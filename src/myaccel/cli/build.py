@@ -71,15 +71,46 @@ _HELP_INSTALLED = {
 
 
 def _training_file(value: str) -> str | None:
-    """``--train``: a workload file (a path ending in .json, or an existing file), checked
-    now (replayable: not redacted, with statements); None for a bench profile."""
+    """``--train``: a workload file (a path: ending in .json, holding a ``/``, or an
+    existing file), checked now (replayable: not redacted, with statements); None for a
+    bench profile, which must exist whether or not this build trains (a typo is refused,
+    not ignored)."""
     path = Path(value)
-    if not (value.endswith(".json") or path.is_file()):
+    if not (value.endswith(".json") or "/" in value or path.is_file()):
+        from myaccel.bench.profiles import get_profile
+        from myaccel.errors import UsageError
+
+        try:
+            get_profile(value)
+        except UsageError as exc:
+            raise UsageError(f"--train {value}: {exc.message}", hint=exc.hint) from None
         return None
     from myaccel.bench.workload import load_replayable
 
     load_replayable(path)
     return str(path.resolve())
+
+
+def _check_paths(kw: dict[str, Any]) -> None:
+    """Every path of the command line, before anything is fetched, compiled or written (a
+    dry run checks them too): the build directory can be created and written, the source
+    fetched into $MYACCEL_HOME, ``--compare-with`` is an install tree that exists."""
+    from myaccel.build.errors import BuildOptionError
+    from myaccel.outdir import check_writable_dir
+    from myaccel.paths import myaccel_home
+
+    if kw["from_installed"] and not kw["source"]:
+        check_writable_dir(myaccel_home() / "sources", "the source directory (MYACCEL_HOME)")
+    if not kw["fetch_only"]:
+        out = kw["out"] or myaccel_home() / "builds"
+        check_writable_dir(out, "--out" if kw["out"] else "the build directory (MYACCEL_HOME)")
+    base = kw["compare_with"]
+    if base and not Path(base).is_dir():
+        raise BuildOptionError(
+            f"--compare-with '{base}' does not exist",
+            hint="pass the install tree of another build of the same source "
+            "(OUT/install of `myaccel build`)",
+        )
 
 
 @click.command()
@@ -211,6 +242,7 @@ def build(**kw: Any) -> None:
     from myaccel.build.pipeline import build as run_build
 
     train_file = _training_file(kw["train"])
+    _check_paths(kw)
     req = BuildRequest(
         opts=parse_opts(kw["opt"]),
         atomics=kw["atomics"],
@@ -228,10 +260,6 @@ def build(**kw: Any) -> None:
         compare_with=str(Path(kw["compare_with"]).resolve()) if kw["compare_with"] else None,
         sysroot=kw["sysroot"],
     )
-    if (req.wants("pgo") or req.wants("bolt")) and train_file is None:
-        from myaccel.bench.profiles import get_profile
-
-        get_profile(req.train_profile)  # an unknown profile fails before anything is built
     source, origin = _source_tree(kw)
     if kw["fetch_only"]:
         click.echo(json.dumps(origin, indent=2) if kw["as_json"] else f"source tree: {source}")
@@ -358,10 +386,11 @@ def verify_build(binary: str, manifest_path: str | None, as_json: bool, smoke: b
     relocations and BOLT, text alignment, cache line. Exit 6 when a check fails."""
     from myaccel.build.errors import VerifyFailed
     from myaccel.build.manifest import load_manifest
-    from myaccel.build.verify import run_checks
+    from myaccel.build.verify import require_server, run_checks
 
     man = load_manifest(Path(manifest_path)) if manifest_path else None
-    facts, checks = run_checks(Path(binary), man)
+    facts, checks = run_checks(Path(binary), man)  # a missing, non-ELF, damaged file: refused
+    require_server(Path(binary), man)  # /bin/true is an ELF file, not a server
     smoked = None
     if smoke:
         from myaccel.build.smoke import smoke_binary

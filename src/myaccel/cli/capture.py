@@ -90,9 +90,13 @@ def capture(opts: CaptureOptions) -> None:
     crash, `myaccel rollback` does it. The server's throughput before and during the
     capture is printed (its cost). Replay the file with `myaccel bench --workload-file`.
     """
+    from myaccel.bench.workload import load_replayable
     from myaccel.capture.session import CaptureRequest
     from myaccel.capture.session import capture as run_capture
 
+    # --check: the workload file is checked first (capture.sqlguard: a replay issues its
+    # single DML statements and nothing else), before a server or a file is touched
+    original = load_replayable(Path(opts.check)) if opts.check else None
     req = CaptureRequest(
         target=resolve(opts.conn),
         duration_s=opts.duration,
@@ -102,14 +106,17 @@ def capture(opts: CaptureOptions) -> None:
         journal_server=_journal_server(opts),
     )
     out = Path(opts.out) if opts.out else _default_out()
-    if opts.check:
+    if opts.out:  # its directory exists and is writable: checked before anything is captured
+        from myaccel.outdir import check_output_file
+
+        check_output_file(out, "--out")
+    if original is not None:
         from typing import cast
 
-        from myaccel.bench.workload import ReplayMode, load_replayable
+        from myaccel.bench.workload import ReplayMode
         from myaccel.capture.check import check_replay
         from myaccel.capture.fidelity import format_fidelity
 
-        original = load_replayable(Path(opts.check))
         result = check_replay(
             original,
             req,

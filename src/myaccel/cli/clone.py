@@ -3,6 +3,7 @@ data), fenced beside it and usable wherever a sandbox is (``--sandbox NAME``).""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import click
@@ -42,15 +43,31 @@ def _cap(text: str | None) -> Cap:
     return Cap(max_bytes=size, max_rows=Cap().max_rows if size else 0)
 
 
-def _cpus(text: str | None) -> list[int] | None:
+def _cpus(text: str | None, allowed: set[int] | None = None) -> list[int] | None:
+    """``--cpus``: a CPU list, every CPU one this process may run on (``allowed``: its
+    affinity), so the fence's ``taskset`` cannot fail later."""
     if text is None:
         return None
+    mine = sorted(allowed if allowed is not None else os.sched_getaffinity(0))
+    upper = mine[len(mine) // 2]
+    example = f"for example --cpus {mine[-1]}" + (
+        f" or --cpus {upper}-{mine[-1]}" if upper != mine[-1] else ""
+    )
     try:
-        return parse_cpu_list(text)
+        cpus = parse_cpu_list(text)
     except ValueError as exc:
+        raise UsageError(f"--cpus {text!r}: {exc}", hint=example) from exc
+    if not cpus:
+        raise UsageError(f"--cpus {text!r} names no CPU", hint=example)
+    outside = [c for c in cpus if c not in mine]
+    if outside:
+        have = ",".join(str(c) for c in mine)
         raise UsageError(
-            f"--cpus {text!r}: {exc}", hint="for example --cpus 1 or --cpus 2-3"
-        ) from exc
+            f"--cpus {text!r}: CPU {', '.join(str(c) for c in outside[:8])} is not one this "
+            f"process may run on ({have})",
+            hint=f"{example} (the CPUs of `taskset -pc $$`)",
+        )
+    return cpus
 
 
 def render(result: CloneResult) -> None:
@@ -122,6 +139,12 @@ def clone(opts: CloneOptions) -> None:
     """
     validate_name(opts.name)
     cpus = _cpus(opts.cpus)
+    if opts.generate_max is not None and not opts.schema_only:
+        raise UsageError(
+            "--generate-max caps the rows a schema-only clone generates",
+            hint="add --schema-only, or leave --generate-max out (a full copy has all rows)",
+        )
+    cap = _cap(opts.generate_max)
     params = resolve(opts.conn)
     request = CloneRequest(
         source=params,
@@ -131,7 +154,7 @@ def clone(opts: CloneOptions) -> None:
         cpus=cpus,
         nice=opts.nice,
         schema_only=opts.schema_only,
-        generate_cap=_cap(opts.generate_max),
+        generate_cap=cap,
         timeout_s=opts.timeout_s,
     )
     result = make_clone(request, note)

@@ -12,6 +12,7 @@ latest by the next command that reaches that server:
 3. what is still not undone when the command ends is one ``warning:`` line naming the
    ``myaccel rollback --journal ...`` command that finishes it (``warn_unrepaired``).
 
+Clones left half-made by a killed ``myaccel clone`` are removed at the same moment.
 The command the user asked for runs either way.
 """
 
@@ -25,9 +26,11 @@ from myaccel.actions import rollback
 from myaccel.actions.journal import Journal, journals_dir
 from myaccel.actions.orphans import find_orphans
 from myaccel.errors import MyaccelError
+from myaccel.paths import myaccel_home
 from myaccel.server.connection import ConnectionOptions, ConnectParams, connect
 
 Note = Callable[[str], None]
+CLONE_MARKER = "clone-incomplete.json"  # myaccel.clone.incomplete.MARKER, without its imports
 
 
 @dataclass
@@ -44,6 +47,7 @@ _pending = _Pending()
 def repair_orphans(note: Note) -> None:
     """Roll back every orphaned journal that its recorded server allows (step 1)."""
     _pending.note, _pending.journals, _pending.failures = note, [], {}
+    _remove_abandoned_clones(note)
     try:
         orphans = find_orphans(journals_dir())
     except OSError:
@@ -65,6 +69,21 @@ def _repair_all(orphans: list[Journal]) -> None:
             continue
         if not _try(journal, params):
             _pending.journals.append(journal)
+
+
+def _remove_abandoned_clones(note: Note) -> None:
+    """Clones whose maker was killed while making them (``myaccel.clone.incomplete``):
+    removed with what they left running, so no half-made clone is listed as a sandbox.
+    The marker is looked for first: most commands pay one directory listing."""
+    root = myaccel_home() / "sandboxes"
+    try:
+        if not any(root.glob(f"*/{CLONE_MARKER}")):
+            return
+    except OSError:
+        return
+    from myaccel.clone.incomplete import remove_abandoned
+
+    remove_abandoned(None, note)
 
 
 def repair_with(params: ConnectParams) -> None:

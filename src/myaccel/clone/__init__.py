@@ -8,7 +8,8 @@ privileges, disk: before any side effect), ``defaults`` (the binary's compiled d
 ``config`` (the clone's option lines) and ``rewrite`` (what changes and why), ``fence``
 (CPU set and priority), ``copy`` (mariadb-backup, the clone plugin), ``schema`` (schema-only
 clones) and ``generate`` (their rows of the source's shape), ``accounts`` (the first start's init_file), ``verify`` (variables after the
-start), ``record`` (``clone.json``), ``make`` (the command as one function).
+start), ``record`` (``clone.json``), ``incomplete`` (the marker of a clone being made; what a
+killed one left is removed by the next clone), ``make`` (the command as one function).
 """
 
 from myaccel.clone.errors import CloneError

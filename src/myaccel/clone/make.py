@@ -1,11 +1,15 @@
 """``myaccel clone`` as one function: read the source, check before any side effect,
 register the clone as a sandbox, copy the data, write its configuration, start it under
 its fence, and compare its variables with the source's. Each step goes into the clone's
-record as it is taken; a failure removes the clone again (the source is left as it was:
-a clone plugin installed for the copy is uninstalled in any case)."""
+record as it is taken; a failure or an interrupt (SIGINT, SIGTERM, SIGHUP) removes the
+clone again (the source is left as it was: a clone plugin installed for the copy is
+uninstalled in any case). A clone is marked incomplete until its last step
+(``clone.incomplete``): one whose maker was killed with SIGKILL is removed by the next
+clone."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Callable
@@ -14,6 +18,8 @@ from pathlib import Path
 
 import psutil
 
+from myaccel import signals
+from myaccel.clone import incomplete
 from myaccel.clone.accounts import first_start_sql
 from myaccel.clone.config import CloneConfig, derive_config, options_read
 from myaccel.clone.copy import hot_copy
@@ -129,10 +135,13 @@ def _source_info(src: SourceServer) -> SourceInfo:
     )
 
 
-def make_clone(req: CloneRequest, say: Say) -> CloneResult:
+def make_clone(req: CloneRequest, say: Say, *, disk_hint: str | None = None) -> CloneResult:
+    """Make the clone; every check first (``disk_hint``: what the caller's user can do
+    when the copy does not fit on the disk)."""
     t0 = time.monotonic()
     validate_name(req.name)
     home = resolve_home(req.home)
+    incomplete.remove_abandoned(home, say)
     if Sandbox.exists(req.name, home=home):
         raise CloneError(
             f"a sandbox named '{req.name}' already exists",
@@ -140,26 +149,52 @@ def make_clone(req: CloneRequest, say: Say) -> CloneResult:
         )
     say(f"reading the source server ({req.source.describe()})")
     src = read_source(req.source, req.source_sandbox)
-    pre = preflight(src, purpose="clone", target=sandboxes_root(home))
+    pre = preflight(
+        src,
+        purpose="clone",
+        target=sandboxes_root(home),
+        schema_only=req.schema_only,
+        disk_hint=disk_hint,
+    )
     pre.require()
-    schema_only = req.schema_only or (pre.disk is not None and not pre.disk.fits)
     install, choice = choose_install(src, home)
     say(f"server: {install.label} at {install.binary} ({choice.note})")
     defaults = compiled_defaults(install)
     read = options_read(src)
     fence = choose_fence(src.cpus, cpus=req.cpus, nice=req.nice)
-    sb = Sandbox.reserve(req.name, install, home=home, port=req.port)
-    say(f"registered sandbox '{req.name}' (port {sb.port}); fence: {fence.reason}")
+    sb: Sandbox | None = None
     try:
+        with signals.shielded():  # registered and marked, or neither
+            sb = Sandbox.reserve(req.name, install, home=home, port=req.port)
+            incomplete.mark(sb.dir)
+        say(f"registered sandbox '{req.name}' (port {sb.port}); fence: {fence.reason}")
         record = _build(
-            sb, src, pre, (install, choice), defaults, read, fence, schema_only, req, say
+            sb, src, pre, (install, choice), defaults, read, fence, req.schema_only, req, say
         )
-    except BaseException:
-        say(f"clone failed: removing sandbox '{req.name}'")
-        Sandbox.destroy_named(req.name, home=home)
+        incomplete.unmark(sb.dir)
+    except BaseException as exc:
+        if sb is not None:  # ours (a name taken meanwhile is not)
+            why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "clone failed"
+            _tell(say, f"{why}: removing the half-made clone '{req.name}'")
+            with signals.shielded():
+                try:
+                    Sandbox.destroy_named(req.name, home=home)
+                except Exception as cleanup:  # the marker stays: the next clone retries
+                    _tell(
+                        say,
+                        f"could not remove '{req.name}' ({cleanup}); the next `myaccel "
+                        f"clone` removes it, or: myaccel sandbox destroy {req.name}",
+                    )
         raise
     path = sb.dir / "clone.json"
     return CloneResult(sb, record, path, pre, time.monotonic() - t0)
+
+
+def _tell(say: Say, message: str) -> None:
+    """Progress during a clean-up: a closed stderr (a pipe whose reader went away) must
+    not stop the clean-up."""
+    with contextlib.suppress(OSError):
+        say(message)
 
 
 def _target(sb: Sandbox, src: SourceServer, candidate: dict[str, int] | None) -> Target:

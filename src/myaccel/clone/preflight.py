@@ -4,7 +4,12 @@ work needs, and whether the disk holds a copy of its data. Each problem is a one
 message with a hint; ``require`` raises the first blocking one before any side effect.
 
 Used by ``myaccel clone`` (privileges for the copy, disk) and by the accelerate flow on an
-existing server (restart method, privileges to change variables)."""
+existing server (restart method, privileges to change variables).
+
+Each problem names the error it raises: a missing privilege is the server refusing what
+the work needs (``MissingPrivileges``, exit 3, like a refused login), a copy that does not
+fit on the disk is ``NoDiskForCopy`` (exit 8, like a full disk); the rest ``CloneError``.
+A clone never falls back to the schema only on its own: ``--schema-only`` asks for it."""
 
 from __future__ import annotations
 
@@ -17,8 +22,9 @@ from typing import Any, Literal
 
 import pymysql
 
-from myaccel.clone.errors import CloneError
+from myaccel.clone.errors import CloneError, MissingPrivileges, NoDiskForCopy
 from myaccel.clone.source import SourceServer
+from myaccel.errors import MyaccelError
 from myaccel.server.connection import connect, query_rows
 from myaccel.server.sandbox.layout import sandboxes_root
 from myaccel.units import format_bytes
@@ -52,6 +58,7 @@ class DiskCheck:
     path: str
     need_bytes: int
     free_bytes: int
+    what: str = "a copy"  # or a schema-only clone's empty datadir
 
     @property
     def fits(self) -> bool:
@@ -59,7 +66,7 @@ class DiskCheck:
 
     def describe(self) -> str:
         return (
-            f"a copy needs about {format_bytes(self.need_bytes)}, {self.path} has "
+            f"{self.what} needs about {format_bytes(self.need_bytes)}, {self.path} has "
             f"{format_bytes(self.free_bytes)} free"
         )
 
@@ -69,6 +76,7 @@ class Problem:
     message: str
     hint: str
     blocking: bool = True
+    error: type[MyaccelError] = CloneError  # what ``require`` raises for it
 
 
 @dataclass
@@ -82,7 +90,7 @@ class Preflight:
         """Raise the first blocking problem (a one-line ``CloneError`` with its hint)."""
         for p in self.problems:
             if p.blocking:
-                raise CloneError(p.message, hint=p.hint)
+                raise p.error(p.message, hint=p.hint)
 
 
 def detect_restart(
@@ -164,14 +172,43 @@ def check_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
     return [p for p in needed_privileges(src, purpose) if not _satisfied(p, have)]
 
 
-def disk_for_copy(data_bytes: int, target: Path) -> DiskCheck:
+def _free_bytes(target: Path) -> tuple[Path, int]:
+    """The nearest existing directory of ``target`` and what may be used on its file
+    system (``statvfs``), keeping ``KEEP_FREE_SHARE`` of it free."""
     probe = target
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     usage = shutil.disk_usage(probe)
-    free = max(0, usage.free - int(usage.total * KEEP_FREE_SHARE))
+    return probe, max(0, usage.free - int(usage.total * KEEP_FREE_SHARE))
+
+
+def disk_for_copy(data_bytes: int, target: Path) -> DiskCheck:
+    probe, free = _free_bytes(target)
     need = int(data_bytes * COPY_OVERHEAD) + COPY_MARGIN_BYTES
     return DiskCheck(str(probe), need, free)
+
+
+def redo_bytes(variables: dict[str, str]) -> int:
+    """The redo log the clone's first start creates, as the source is configured
+    (MySQL 8.0.30+: ``innodb_redo_log_capacity``; else the log file size times the
+    files)."""
+
+    def num(key: str) -> int:
+        text = variables.get(key, "")
+        return int(text) if text.isdigit() else 0
+
+    capacity = num("innodb_redo_log_capacity")
+    if capacity:
+        return capacity
+    return num("innodb_log_file_size") * max(1, num("innodb_log_files_in_group"))
+
+
+def disk_for_empty(variables: dict[str, str], target: Path) -> DiskCheck:
+    """A schema-only clone: an empty datadir, the source's redo log size, the margin (the
+    generated rows take at most a quarter of what is then free)."""
+    probe, free = _free_bytes(target)
+    need = redo_bytes(variables) + COPY_MARGIN_BYTES
+    return DiskCheck(str(probe), need, free, what="an empty datadir with the source's redo log")
 
 
 def preflight(
@@ -180,11 +217,21 @@ def preflight(
     purpose: Purpose,
     target: Path,
     restart_command: str | None = None,
+    schema_only: bool = False,
+    disk_hint: str | None = None,
 ) -> Preflight:
-    """Every check that needs no side effect, for a clone or an apply."""
+    """Every check that needs no side effect, for a clone or an apply. ``schema_only``:
+    the clone copies no data (asked for), so the disk must hold an empty datadir only;
+    ``disk_hint`` words what the command's user can do when a copy does not fit."""
     restart = detect_restart(src, restart_command)
     missing = check_privileges(src, purpose)
-    disk = disk_for_copy(src.data_bytes, target) if purpose == "clone" else None
+    disk = None
+    if purpose == "clone":
+        disk = (
+            disk_for_empty(src.variables, target)
+            if schema_only
+            else disk_for_copy(src.data_bytes, target)
+        )
     pre = Preflight(restart, missing, disk)
     user = src.params.user
     if missing:
@@ -197,10 +244,14 @@ def preflight(
                 f"GRANT INSERT, DELETE ON mysql.plugin TO '{user}'@'HOST'"
             )
         pre.problems.append(
-            Problem(f"{user} lacks {', '.join(missing)} for the {purpose}", hint=hint)
+            Problem(
+                f"the account {user} lacks {', '.join(missing)} for the {purpose}",
+                hint=hint,
+                error=MissingPrivileges,
+            )
         )
     if purpose == "clone":
-        _local_copy_problems(src, pre)
+        _local_copy_problems(src, pre, schema_only=schema_only, disk_hint=disk_hint)
     elif not restart.known:
         pre.problems.append(
             Problem(
@@ -213,7 +264,15 @@ def preflight(
     return pre
 
 
-def _local_copy_problems(src: SourceServer, pre: Preflight) -> None:
+DISK_HINT = (
+    "free space there, set MYACCEL_HOME to a larger file system, or pass --schema-only "
+    "(the clone gets the schema and generated rows of the same shape, no copy)"
+)
+
+
+def _local_copy_problems(
+    src: SourceServer, pre: Preflight, *, schema_only: bool, disk_hint: str | None
+) -> None:
     if src.pid is None:
         pre.problems.append(
             Problem(
@@ -241,9 +300,12 @@ def _local_copy_problems(src: SourceServer, pre: Preflight) -> None:
     if pre.disk is not None and not pre.disk.fits:
         pre.problems.append(
             Problem(
-                f"not enough disk for the data: {pre.disk.describe()}",
-                hint="the clone gets the schema only (no rows); free space or set "
-                "MYACCEL_HOME on a larger file system for a full copy",
-                blocking=False,
+                f"not enough disk for the clone: {pre.disk.describe()}",
+                hint=(
+                    "free space there, or set MYACCEL_HOME to a larger file system"
+                    if schema_only
+                    else disk_hint or DISK_HINT
+                ),
+                error=NoDiskForCopy,
             )
         )

@@ -10,16 +10,16 @@ the fleet rollback), the class plans under ``DIR/plans/`` and the holds under
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from markupsafe import Markup
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from myaccel.artifacts import write_text
-from myaccel.errors import DataError, UsageError
+from myaccel.artifacts import read_json, write_text
+from myaccel.errors import DataError, UsageError, validation_summary
 from myaccel.report.render import _env
 
 FLEET_MD = "fleet-report.md"
@@ -59,83 +59,189 @@ class FleetContent:
     counts: dict[str, int]
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+_HOST_HINT = (
+    "the file was edited or damaged: collect the host again (collect.yml), or remove the file"
+)
+_PLAN_HINT = "the class plan was edited or damaged: delete it and plan the class again (plan.yml)"
+_HOLD_HINT = "the hold was edited or damaged: delete it (the class is held until then anyway)"
+
+
+class _Doc(BaseModel):
+    """A per-host or per-class file: an object whose fields the report reads have the
+    types the playbooks write (Ansible adds fields of its own: ignored)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class ProbeDoc(_Doc):
+    klass: str = Field(alias="class")  # required: the host is grouped by it
+    canary: bool = False
+    arch: str | None = None
+    cpu_part: str | None = None
+    logical_cpus: int | None = None
+    memory_gib: int | float | None = None
+    flavor: str | None = None
+    version: str | None = None
+
+    @field_validator("klass")
+    @classmethod
+    def _a_file_name(cls, v: str) -> str:
+        # the class names plans/CLASS.json and holds/CLASS.json: one path component
+        if not v or "/" in v or "\x00" in v or v in (".", ".."):
+            raise ValueError("not a class name (one path component)")
+        return v
+
+
+class CellDoc(_Doc):
+    workload: str | None = None
+    threads: int | None = None
+    verdict: str | None = None
+    delta_pct: float | None = None
+
+
+class CanaryDoc(_Doc):
+    cells: list[CellDoc] | None = None
+    msg: str | None = None
+
+
+class ChangeDoc(_Doc):
+    target: str | None = None
+    current: Any = None
+    desired: Any = None
+
+
+class ApplyDoc(_Doc):
+    changed: bool = False
+    changes: list[ChangeDoc] | None = None
+    journal: str | None = None
+
+
+class HealthDoc(_Doc):
+    error: str | None = None
+
+
+class DriftDoc(_Doc):
+    target: str | None = None
+    expected: Any = None
+    actual: Any = None
+
+
+class VerifyResultDoc(_Doc):
+    drift: list[DriftDoc] | None = None
+
+
+class VerifyDoc(_Doc):
+    verify: VerifyResultDoc | None = None
+    journals_in_effect: list[str] | None = None
+
+
+class RollbackDoc(_Doc):
+    changed: bool = False
+    journals: list[str] | None = None
+
+
+class RecommendationDoc(_Doc):
+    id: str | None = None
+    target: str | None = None
+    proposed: Any = None
+    risk: str | None = None
+
+
+class PlanDoc(_Doc):
+    recommendations: list[RecommendationDoc] | None = None
+
+
+class HoldDoc(_Doc):
+    host: str | None = None
+
+
+D = TypeVar("D", bound=_Doc)
+
+
+def _read(path: Path, model: type[D], hint: str = _HOST_HINT) -> D | None:
+    """The document in ``path`` (None when there is none); a damaged one, or one whose
+    fields have other types than the playbooks write, is a ``DataError`` naming the file."""
     try:
-        doc = json.loads(path.read_text())
+        doc = read_json(path)  # bounded in size and nesting (200,000 nested '[')
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DataError(f"cannot read {path}: {why}", hint=hint) from None
+    if not isinstance(doc, dict):
         raise DataError(
-            f"cannot read {path}: {exc}", hint="collect the host again (collect.yml)"
-        ) from None
-    return doc if isinstance(doc, dict) else None
+            f"cannot read {path}: a JSON {type(doc).__name__}, not an object", hint=hint
+        )
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        raise DataError(f"cannot read {path}: {validation_summary(exc)}", hint=hint) from None
 
 
-def _verdict(canary: dict[str, Any] | None) -> str:
+def _verdict(canary: CanaryDoc | None) -> str:
     if not canary:
         return ""
-    cells = canary.get("cells") or []
     parts = [
-        f"{c.get('workload')}/{c.get('threads')}: {c.get('verdict')} "
-        + (f"{c['delta_pct']:+.1f}%" if isinstance(c.get("delta_pct"), int | float) else "")
-        for c in cells
+        f"{c.workload}/{c.threads}: {c.verdict} "
+        + (f"{c.delta_pct:+.1f}%" if c.delta_pct is not None else "")
+        for c in canary.cells or []
     ]
-    return "; ".join(p.strip() for p in parts) or str(canary.get("msg", ""))
+    return "; ".join(p.strip() for p in parts) or (canary.msg or "")
 
 
-def _status(d: dict[str, dict[str, Any] | None], in_effect: list[str]) -> str:
-    if d["rollback"] and d["rollback"].get("changed"):
+def _status(
+    apply: ApplyDoc | None,
+    health: HealthDoc | None,
+    rollback: RollbackDoc | None,
+    in_effect: list[str],
+) -> str:
+    if rollback and rollback.changed:
         return "rolled back (fleet)"
-    if d["health"]:
+    if health:
         return "failed health check: rolled back"
     if in_effect:
         return "applied"
-    if d["apply"] and d["apply"].get("changed"):
+    if apply and apply.changed:
         return "applied, since undone"
     return "unchanged"
 
 
-def _journal_state(
-    journal: str | None, in_effect: list[str], rollback: dict[str, Any] | None
-) -> str:
+def _journal_state(journal: str | None, in_effect: list[str], rollback: RollbackDoc | None) -> str:
     if not journal:
         return ", ".join(f"{j} (in effect)" for j in in_effect)
     name = Path(journal).name
-    undone = rollback is not None and name in {Path(j).name for j in rollback.get("journals") or []}
+    undone = rollback is not None and name in {Path(j).name for j in rollback.journals or []}
     return f"{name} ({'in effect' if name in in_effect and not undone else 'undone'})"
 
 
 def _host_row(hdir: Path) -> HostRow:
-    d = {
-        k: _read(hdir / f"{k}.json")
-        for k in ("probe", "canary", "apply", "health", "verify", "rollback")
-    }
-    probe = d["probe"] or {}
-    verify = d["verify"] or {}
-    in_effect = [Path(j).name for j in verify.get("journals_in_effect") or []]
+    probe = _read(hdir / "probe.json", ProbeDoc) or ProbeDoc(klass="?")  # not probed yet
+    canary = _read(hdir / "canary.json", CanaryDoc)
+    apply = _read(hdir / "apply.json", ApplyDoc)
+    health = _read(hdir / "health.json", HealthDoc)
+    verify = _read(hdir / "verify.json", VerifyDoc) or VerifyDoc()
+    rollback = _read(hdir / "rollback.json", RollbackDoc)
+    in_effect = [Path(j).name for j in verify.journals_in_effect or []]
     drift = [
-        f"{x.get('target')}: expected {x.get('expected')}, found {x.get('actual')}"
-        for x in (verify.get("verify") or {}).get("drift") or []
+        f"{x.target}: expected {x.expected}, found {x.actual}"
+        for x in (verify.verify.drift if verify.verify else None) or []
     ]
     changes = [
-        f"{c.get('target')}: {c.get('current')} -> {c.get('desired')}"
-        for c in (d["apply"] or {}).get("changes") or []
+        f"{c.target}: {c.current} -> {c.desired}" for c in (apply.changes if apply else None) or []
     ]
-    health = d["health"] or {}
-    journal = (d["apply"] or {}).get("journal")
     return HostRow(
         host=hdir.name,
-        klass=str(probe.get("class", "?")),
-        canary=bool(probe.get("canary")),
-        hardware=f"{probe.get('arch')} {probe.get('cpu_part')}, {probe.get('logical_cpus')} CPUs, "
-        f"{probe.get('memory_gib')} GiB",
-        server=f"{probe.get('flavor')} {probe.get('version')}",
-        status=_status(d, in_effect),
+        klass=probe.klass,
+        canary=probe.canary,
+        hardware=f"{probe.arch} {probe.cpu_part}, {probe.logical_cpus} CPUs, "
+        f"{probe.memory_gib} GiB",
+        server=f"{probe.flavor} {probe.version}",
+        status=_status(apply, health, rollback, in_effect),
         changes=changes,
-        verdict=_verdict(d["canary"]),
-        journal=_journal_state(journal, in_effect, d["rollback"]),
+        verdict=_verdict(canary),
+        journal=_journal_state(apply.journal if apply else None, in_effect, rollback),
         drift=drift,
-        note=str(health.get("error") or "")[:300],
+        note=(health.error or "")[:300] if health else "",
     )
 
 
@@ -149,18 +255,15 @@ def build_fleet(fleet_dir: Path) -> FleetContent:
     rows = [_host_row(h) for h in sorted(hosts_dir.iterdir()) if h.is_dir()]
     classes: list[ClassRow] = []
     for name in sorted({r.klass for r in rows}):
-        plan = _read(fleet_dir / "plans" / f"{name}.json") or {}
-        hold = _read(fleet_dir / "holds" / f"{name}.json")
-        recs = [
-            f"{r.get('id')}: {r.get('target')} = {r.get('proposed')} ({r.get('risk')})"
-            for r in plan.get("recommendations") or []
-        ]
+        plan = _read(fleet_dir / "plans" / f"{name}.json", PlanDoc, _PLAN_HINT) or PlanDoc()
+        hold = _read(fleet_dir / "holds" / f"{name}.json", HoldDoc, _HOLD_HINT)
+        recs = [f"{r.id}: {r.target} = {r.proposed} ({r.risk})" for r in plan.recommendations or []]
         classes.append(
             ClassRow(
                 name=name,
                 hosts=[r.host for r in rows if r.klass == name],
                 recommendations=recs,
-                held_by=str(hold.get("host")) if hold else None,
+                held_by=str(hold.host) if hold else None,
             )
         )
     counts: dict[str, int] = {}

@@ -12,7 +12,6 @@ must be an artifact this version reads.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from myaccel.actions.journal import JournalData
-from myaccel.artifacts import Source, model_for, validate
+from myaccel.artifacts import Source, model_for, read_json, validate
 from myaccel.bench.compare import Comparison
 from myaccel.bench.run_record import CampaignIndex, RunRecord
 from myaccel.bench.workload import Workload
@@ -128,8 +127,8 @@ def _load_file(arts: Artifacts, path: Path, *, explicit: bool) -> None:
                     hint="pass the artifact JSON files myaccel wrote",
                 )
             return
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        doc = read_json(path, max_bytes=MAX_FILE_BYTES)  # bounded nesting too
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # JsonLimitError included
         if explicit:
             raise UsageError(
                 f"'{path}' is not readable JSON: {str(exc).splitlines()[0]}",

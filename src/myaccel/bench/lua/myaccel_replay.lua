@@ -1,7 +1,9 @@
 -- myaccel_replay: replays a captured statement mix with sysbench 1.0.x.
 --
 -- A script written by myaccel (bench/replay.py) sets the global MYACCEL_REPLAY, then runs
--- this file:
+-- this file. Every statement in it passed myaccel's check of what a replay may issue
+-- (capture/sqlguard.py: one DML statement each, on the captured schemas); names = "utf8mb4"
+-- when one of them holds text outside ASCII (each connection then says SET NAMES):
 --
 --   MYACCEL_REPLAY = { classes = { { w = COUNT, schema = "NAME", sql = { "SQL", ... } }, ... } }
 --
@@ -62,6 +64,10 @@ local pos = 0
 function thread_init(thread_id)
   local drv = sysbench.sql.driver()
   con = drv:connect()
+  if R.names then
+    -- statements outside ASCII: read as the UTF-8 they are (set by myaccel, not the file)
+    con:query("SET NAMES " .. R.names)
+  end
   schema = nil
   if type(R.traces) == "table" and #R.traces > 0 then
     trace = R.traces[(thread_id or sysbench.tid or 0) % #R.traces + 1]
@@ -77,7 +83,7 @@ end
 
 local function use(name)
   if name ~= "" and name ~= schema then
-    con:query("USE `" .. name .. "`")
+    con:query("USE `" .. (name:gsub("`", "``")) .. "`")
     schema = name
   end
 end
