@@ -167,7 +167,8 @@ def _capture(lab: Lab) -> list[str]:
 
 
 def _clone(lab: Lab) -> list[str]:
-    return ["clone", *lab.conn_args(), f"c{lab.runs + 1:03d}"]
+    lab.runs += 1
+    return ["clone", *lab.conn_args(), "--name", f"c{lab.runs:03d}"]
 
 
 def _tune(lab: Lab) -> list[str]:
@@ -216,11 +217,11 @@ COMMANDS = {
             "clone",
             _clone,
             (
-                Point("preflight", r".", 0.3),
-                Point("copy starts", r"(?i)copying|backup|hot copy"),
-                Point("copy running", r"(?i)copying|backup|hot copy", 1.0),
-                Point("preparing/starting", r"(?i)prepar|starting"),
-                Point("clone up", r"(?i)ready|started|checking"),
+                Point("reading the source", r"^reading the source server", 0.2),
+                Point("sandbox registered", r"^registered sandbox"),
+                Point("hot copy (mariadb-backup)", r"mariadb-backup --backup", 0.5),
+                Point("making it consistent", r"mariadb-backup --prepare", 0.2),
+                Point("clone's first start", r"^starting MariaDB", 0.1),
             ),
         ),
         Command(
