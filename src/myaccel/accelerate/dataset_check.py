@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pymysql
 
-from myaccel.bench.runner import DB, MARKER_TABLE
-from myaccel.server.connection import ConnectParams, connect, query_rows, query_value
+from myaccel.bench.runner import DB, read_dataset_tables
+from myaccel.server.connection import ConnectParams, connect, query_value
 
 
 @dataclass(frozen=True)
@@ -32,21 +32,7 @@ def dataset_conflict(
     ``table_size`` rows prepared by myaccel; else what it holds."""
     conn = connect(params)
     try:
-        quoted = conn.escape(db)
-        names = [
-            str(r[0])
-            for r in query_rows(
-                conn,
-                f"SELECT table_name FROM information_schema.TABLES WHERE table_schema = {quoted}",
-            )
-        ]
-        numbered = [n for n in names if n.startswith("sbtest") and n[6:].isdigit()]
-        marker: dict[str, str] = {}
-        if MARKER_TABLE in names:
-            marker = {
-                str(k): str(v)
-                for k, v in query_rows(conn, f"SELECT k, v FROM `{db}`.`{MARKER_TABLE}`")
-            }
+        numbered, marker = read_dataset_tables(conn, db)
         if not numbered and not marker:
             return None
         size = marker.get("table_size", "")

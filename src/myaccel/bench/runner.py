@@ -242,19 +242,27 @@ def _table_names(conn: pymysql.connections.Connection[Any], db: str) -> list[str
     return [str(r[0]) for r in rows]
 
 
+def read_dataset_tables(
+    conn: pymysql.connections.Connection[Any], db: str
+) -> tuple[list[str], dict[str, str]]:
+    """The numbered sysbench tables in schema ``db`` and myaccel's marker (what it was
+    prepared with; empty without the marker table), read with SELECT only."""
+    names = _table_names(conn, db)
+    numbered = [n for n in names if n.startswith("sbtest") and n[6:].isdigit()]
+    marker: dict[str, str] = {}
+    if MARKER_TABLE in names:
+        marker = {
+            str(k): str(v) for k, v in query_rows(conn, f"SELECT k, v FROM `{db}`.`{MARKER_TABLE}`")
+        }
+    return numbered, marker
+
+
 def dataset_state(target: ConnectParams, db: str = DB) -> DatasetState:
     conn = connect(target)
     try:
         with conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{db}`")
-        names = _table_names(conn, db)
-        numbered = [n for n in names if n.startswith("sbtest") and n[6:].isdigit()]
-        marker: dict[str, str] = {}
-        if MARKER_TABLE in names:
-            marker = {
-                str(k): str(v)
-                for k, v in query_rows(conn, f"SELECT k, v FROM `{db}`.`{MARKER_TABLE}`")
-            }
+        numbered, marker = read_dataset_tables(conn, db)
         size = query_value(
             conn,
             "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.TABLES "
