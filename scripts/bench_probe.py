@@ -1,7 +1,9 @@
-"""Print how long `myaccel probe` takes here (host facts only, no binary analysis).
+"""Print how long `myaccel probe` takes here (host facts only, no binary analysis), and
+how long `myaccel --help` and every `myaccel CMD --help` take.
 
 Usage: .venv/bin/python scripts/bench_probe.py [RUNS]
-A figure, not an assert: the target is < 1 s per probe on the 2-core development VM.
+Figures, not asserts: the targets are < 1 s per probe, < 0.3 s for `myaccel --help` and
+< 0.5 s for each command's --help (median of 5 runs) on the 2-core development VM.
 """
 
 from __future__ import annotations
@@ -34,3 +36,23 @@ print(
     f"myaccel probe --no-server (whole CLI, incl. interpreter start): median {statistics.median(cli):.3f} s (max {max(cli):.3f} s)"
 )
 print("target: < 1 s")
+
+
+def help_seconds(argv: list[str], runs: int = 5) -> float:
+    """Median wall time of ``myaccel ARGV --help`` (interpreter start included)."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([exe, *argv, "--help"], check=True, capture_output=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+from myaccel.cli.main import COMMANDS  # noqa: E402
+
+print("--help, median of 5 runs (targets: myaccel < 0.3 s, each command < 0.5 s):")
+for argv in [[], *([name] for name in sorted(COMMANDS))]:
+    label = " ".join(["myaccel", *argv, "--help"])
+    limit = 0.5 if argv else 0.3
+    s = help_seconds(argv)
+    print(f"  {label:34s} {s:.3f} s{'' if s < limit else '  (over the target)'}")

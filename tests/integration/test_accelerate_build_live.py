@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from myaccel import accelerate
 from myaccel.accelerate.request import AccelerateRequest, SandboxTarget
 from myaccel.bench.profiles import Profile
-from myaccel.build.manifest import BuildManifest
+from myaccel.builder.manifest import BuildManifest
 from myaccel.cli.main import cli
 from myaccel.server.sandbox import Sandbox
 from myaccel.server.sandbox.install import find_server
@@ -78,8 +78,6 @@ class Notes:
 
     def confirm(self, question: str) -> bool:
         return True
-
-    def bench_done(self, result: object) -> None: ...
 
     def ab_done(self, result: object) -> None:
         self.ab = result

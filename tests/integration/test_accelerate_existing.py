@@ -29,7 +29,8 @@ import pytest
 from myaccel import accelerate as pipeline
 from myaccel.accelerate.rollout import GuardrailBreach, guarded_apply
 from myaccel.actions import ApplyError, Journal, journals_dir
-from myaccel.actions.plan_apply import ServerHandle, build_changes
+from myaccel.actions.plan_apply import build_changes
+from myaccel.actions.target import CommandServer
 from myaccel.bench.profiles import ProfileOptions, build_profile
 from myaccel.cli.accelerate import AccelerateProgress
 from myaccel.rules.model import Plan, Risk
@@ -212,9 +213,7 @@ def _plan(*recs: tuple[str, str, Risk]) -> Plan:
 
 def _guard(prod: Sandbox, conf_dir: Path, plan: Plan) -> ApplyError:
     params: ConnectParams = prod.connect_params()
-    handle = ServerHandle(
-        "command", params, conf_dir, restart_command=_restart_command(prod, conf_dir)
-    )
+    handle = CommandServer(params, conf_dir, _restart_command(prod, conf_dir))
     pc = build_changes(plan, handle, layers=["server"])
     files = _files(prod, conf_dir)
     with AppLoad(prod), pytest.raises(ApplyError) as err:

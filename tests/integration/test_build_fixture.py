@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from myaccel import proc
-from myaccel.build.cross import qemu_argv
+from myaccel.builder.cross import qemu_argv
 from myaccel.cli.main import cli
 from myaccel.facts.binary import collect_binary
 
@@ -210,7 +210,7 @@ def test_training_without_profiles_is_explained(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(proc.which("perf") is None, reason="perf is not installed")
 def test_bolt_stage(builds: dict[str, Any]) -> None:
-    from myaccel.build.bolt import find_bolt
+    from myaccel.builder.bolt import find_bolt
 
     tools, why = find_bolt()
     if tools is None:
@@ -272,7 +272,7 @@ def test_sandbox_training_on_an_install_tree(tmp_path: Path) -> None:
     clean shutdown. The install tree here is Debian's MariaDB laid out like a build's
     (symlinks), so the path is exercised with a real server in seconds."""
     need("mariadbd", "mariadb-install-db", "sysbench", "my_print_defaults", "resolveip")
-    from myaccel.build.train import SandboxWorkload, train_sandbox
+    from myaccel.builder.train import SandboxWorkload, train_sandbox
 
     inst = tmp_path / "inst"
     for d in ("bin", "sbin", "scripts", "share", "lib"):
@@ -305,7 +305,7 @@ def test_bolt_skipped_with_reason_when_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     need("cmake", "g++")
-    from myaccel.build import bolt
+    from myaccel.builder import bolt
 
     monkeypatch.setattr(
         bolt,

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from myaccel.actions import apply_changes
-from myaccel.actions.plan_apply import sandbox_handle
 from myaccel.actions.settings import setting_for
+from myaccel.actions.target import sandbox_target
 from myaccel.bench.workload import load_workload
 from myaccel.capture import demo
 from myaccel.capture.fidelity import compare, format_fidelity
@@ -195,7 +195,7 @@ def test_mariadb_general_log(mariadb: Pair, tmp_path: Path) -> None:
     run = json.loads(next((tmp_path / "seq").rglob("run-001.json")).read_text())
     assert run["summary"]["queries"] > 0 and "--rate=" in " ".join(run["command"])
     # PGO training's replay (build --train W.json) on a new server: the schema from the DDL
-    from myaccel.build.train import ReplayWorkload, train_sandbox
+    from myaccel.builder.train import ReplayWorkload, train_sandbox
     from myaccel.server.sandbox.install import find_server
 
     with (tmp_path / "train.log").open("w") as log:
@@ -247,7 +247,7 @@ def test_rollback_after_a_crash(mysql: Pair) -> None:
     params = sb.connect_params()
     apply_changes(
         [(setting_for(target, connect=lambda: connect(params)), "YES")],
-        server=sandbox_handle(sb.name).describe(),
+        server=sandbox_target(sb.name).describe(),
         keep_open=True,  # as capture leaves it until its window ends
     )
     assert _settings(sb) != before

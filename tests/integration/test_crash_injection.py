@@ -2,6 +2,12 @@
 step and at each phase of the restart, then `myaccel rollback` (no options) must exit 0 with
 the option files byte-identical, the server running and its variables at the old values.
 
+The same kill points run through both callers of ``actions.protocol.apply_with_restart``
+(``entry``): ``myaccel apply`` and the existing-server rollout of ``accelerate``
+(``rollout.guarded_apply`` on the sandbox as the existing server, in a process of its own:
+``rollout_driver.py``; the clone and its A/B, which change nothing on the server, are left
+out).
+
 The kill points come from ``MYACCEL_CRASH_AT`` (myaccel.actions.crashpoint): the apply
 subprocess sends itself SIGKILL at exactly that point, so every run is deterministic.
 One sandbox serves every point; each test puts it back on its base configuration first.
@@ -40,6 +46,8 @@ ENTRY_POINTS = [f"{p}:{i}" for i in range(3) for p in ("journaled", "changed", "
 RESTART_POINTS = ["restart-stop", "restart-down", "restart-start", "health-check"]
 OTHER_POINTS = ["journal-write:1"]  # the journal exists (with its server record), no entry yet
 POINTS = ENTRY_POINTS + RESTART_POINTS + OTHER_POINTS
+ENTRIES = ("apply", "rollout")
+DRIVER = Path(__file__).with_name("rollout_driver.py")
 
 
 class Env:
@@ -51,12 +59,23 @@ class Env:
     def run(
         self, args: list[str], crash_at: str | None = None, timeout_s: float = 180
     ) -> subprocess.CompletedProcess[str]:
+        return self._run(["-m", "myaccel", *args], crash_at, timeout_s)
+
+    def apply(self, entry: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
+        """The plan applied by ``entry``: `myaccel apply`, or accelerate's rollout."""
+        if entry == "apply":
+            return self.run(["apply", str(self.plan), "--sandbox", NAME, "--yes"], crash_at)
+        return self._run([str(DRIVER), str(self.plan), NAME], crash_at, 180)
+
+    def _run(
+        self, args: list[str], crash_at: str | None, timeout_s: float
+    ) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k != "MYACCEL_CRASH_AT"}
         env["MYACCEL_HOME"] = str(self.home)
         if crash_at is not None:
             env["MYACCEL_CRASH_AT"] = crash_at
         return subprocess.run(
-            [sys.executable, "-m", "myaccel", *args],
+            [sys.executable, *args],
             check=False,
             env=env,
             capture_output=True,
@@ -151,12 +170,13 @@ def _assert_restored(env: Env, before: tuple[dict[str, str], dict[str, str]]) ->
     assert Journal.find_active(env.home / "journals") == []
 
 
+@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize("point", POINTS)
-def test_kill_apply_then_rollback(base: Env, point: str) -> None:
+def test_kill_apply_then_rollback(base: Env, point: str, entry: str) -> None:
     env = base
     before = _before(env)
     t0 = time.monotonic()
-    r = env.run(["apply", str(env.plan), "--sandbox", NAME, "--yes"], crash_at=point)
+    r = env.apply(entry, crash_at=point)
     t_apply = time.monotonic() - t0
     assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr)
     assert Journal.find_unfinished(env.home / "journals"), "the crash left no open journal"
@@ -167,11 +187,12 @@ def test_kill_apply_then_rollback(base: Env, point: str) -> None:
     assert "Traceback" not in rb.stderr
     _assert_restored(env, before)
     print(
-        f"CRASH-MATRIX {point} apply_rc={r.returncode} rollback_rc={rb.returncode} "
+        f"CRASH-MATRIX {entry} {point} apply_rc={r.returncode} rollback_rc={rb.returncode} "
         f"apply_s={t_apply:.2f} rollback_s={t_rollback:.2f} identical=yes"
     )
 
 
+@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize(
     ("apply_point", "rb_point"),
     [
@@ -181,11 +202,11 @@ def test_kill_apply_then_rollback(base: Env, point: str) -> None:
         ("health-check", "rollback-finish"),  # restarted, journal not yet marked
     ],
 )
-def test_kill_rollback_too(base: Env, apply_point: str, rb_point: str) -> None:
+def test_kill_rollback_too(base: Env, apply_point: str, rb_point: str, entry: str) -> None:
     """Apply killed, then the rollback killed as well: a second rollback finishes."""
     env = base
     before = _before(env)
-    r = env.run(["apply", str(env.plan), "--sandbox", NAME, "--yes"], crash_at=apply_point)
+    r = env.apply(entry, crash_at=apply_point)
     assert r.returncode == -signal.SIGKILL
     t0 = time.monotonic()
     rb1 = env.run(["rollback"], crash_at=rb_point)
@@ -195,15 +216,16 @@ def test_kill_rollback_too(base: Env, apply_point: str, rb_point: str) -> None:
     assert rb2.returncode == 0, rb2.stderr
     _assert_restored(env, before)
     print(
-        f"CRASH-MATRIX apply@{apply_point}+rollback@{rb_point} rollback_rc={rb2.returncode} "
+        f"CRASH-MATRIX {entry} apply@{apply_point}+rollback@{rb_point} rollback_rc={rb2.returncode} "
         f"both_rollbacks_s={time.monotonic() - t0:.2f} identical=yes"
     )
 
 
-def test_full_apply_and_rollback(base: Env) -> None:
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_full_apply_and_rollback(base: Env, entry: str) -> None:
     env = base
     before = _before(env)
-    r = env.run(["apply", str(env.plan), "--sandbox", NAME, "--yes"])
+    r = env.apply(entry)
     assert r.returncode == 0, r.stderr
     assert env.var(ONLINE[0]) == ONLINE[1]
     assert env.var(RESTART[0]) == str(32 * 1024**2)

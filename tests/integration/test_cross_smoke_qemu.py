@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from myaccel import proc
-from myaccel.build.smoke import run_smoke
+from myaccel.builder.smoke import run_smoke
 from myaccel.cli.main import cli
 
 pytestmark = pytest.mark.integration

@@ -18,6 +18,7 @@ from myaccel import proc
 from myaccel.errors import SandboxError, UsageError
 from myaccel.profile.simulate import (
     SIMULATION_LABEL,
+    SimulationRequest,
     SimulationResult,
     Tool,
     compare_simulations,
@@ -62,14 +63,16 @@ def _run(
 ) -> SimulationResult:
     return simulate(
         sb,
-        out_dir=tmp,
-        tool=tool,
-        workload=workload,
-        events=events,
-        tables=TABLES,
-        table_size=TABLE_SIZE,
-        base_events=5,
-        progress=progress,
+        SimulationRequest(
+            out_dir=tmp,
+            tool=tool,
+            workload=workload,
+            events=events,
+            tables=TABLES,
+            table_size=TABLE_SIZE,
+            base_events=5,
+        ),
+        progress,
     )
 
 
@@ -145,5 +148,8 @@ def test_bad_input_changes_nothing(sim_sandbox: Sandbox, tmp_path: Path) -> None
         _run(sim_sandbox, tmp_path, "callgrind", "no_such_workload", 10)
     with pytest.raises(UsageError, match="dataset"):
         # another dataset than the one there (or none): refused, nothing prepared
-        simulate(sim_sandbox, out_dir=tmp_path, events=10, tables=3, table_size=7, prepare=False)
+        simulate(
+            sim_sandbox,
+            SimulationRequest(out_dir=tmp_path, events=10, tables=3, table_size=7, prepare=False),
+        )
     assert sim_sandbox.pid == pid  # never restarted

@@ -24,7 +24,7 @@ from myaccel.accelerate.build_arm import (
 )
 from myaccel.bench.ab import AbRequest, Arm, ArmPair, abba_order, interleaved_order
 from myaccel.bench.profiles import get_profile
-from myaccel.build.manifest import BuildManifest, StageRecord
+from myaccel.builder.manifest import BuildManifest, StageRecord
 from myaccel.cli.main import cli
 from myaccel.errors import UsageError
 
@@ -89,7 +89,7 @@ def test_complete_build_reused_refused_or_absent(tmp_path: Path) -> None:
 @pytest.fixture
 def fake_pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
     """describe_installed, resolve_source and build replaced: records what build gets."""
-    from myaccel.build import distsrc, pipeline, tree
+    from myaccel.builder import distsrc, pipeline, tree
 
     seen: dict[str, Any] = {}
     server = distsrc.InstalledServer("/usr/sbin/mariadbd", "mariadb", "10.11.18")

@@ -29,10 +29,11 @@ from myaccel.accelerate.live import Window
 from myaccel.accelerate.request import AccelerateResult
 from myaccel.accelerate.rollout import GuardrailBreach
 from myaccel.actions import Journal, apply_changes, journals_dir
-from myaccel.actions.plan_apply import PlannedChanges, ServerHandle
+from myaccel.actions.plan_apply import PlannedChanges
 from myaccel.actions.settings.mycnf import OptionFileSetting
 from myaccel.actions.settings.server_binary import ServerBinarySetting
-from myaccel.build.manifest import BuildManifest
+from myaccel.actions.target import SystemdServer
+from myaccel.builder.manifest import BuildManifest
 from myaccel.cli.main import cli
 from myaccel.clone.preflight import RestartMethod
 from myaccel.env import Environment, using
@@ -195,7 +196,7 @@ def _setup(root: Path, tmp_path: Path, after_qps: float, fail_first_start: bool 
         journal=jplan,
         figures=[CLONE_ARMS_FIGURES, "from the live server: the plan"],
     )
-    handle = ServerHandle("systemd", None, Path(CONF), unit=UNIT)
+    handle = SystemdServer(None, Path(CONF), UNIT)
     pc = PlannedChanges(restart_needed=True)
     return SimpleNamespace(
         sb=sb, result=result, handle=handle, pc=pc, fake=fake, starts=starts, before=before,

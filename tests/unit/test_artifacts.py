@@ -157,7 +157,7 @@ def test_verify_sees_the_document_as_written(tmp_path: Path) -> None:
 
 def test_registry_knows_every_artifact_of_the_package() -> None:
     import myaccel.report.load  # noqa: F401  (imports every artifact model)
-    from myaccel.build.manifest import BuildManifest
+    from myaccel.builder.manifest import BuildManifest
 
     for schema in (
         "myaccel.facts/1",

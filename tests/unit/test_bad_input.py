@@ -525,7 +525,7 @@ def test_the_battery_covers_every_command() -> None:
 
 def test_every_error_class_has_a_documented_exit_code() -> None:
     import myaccel.actions.errors
-    import myaccel.build.errors
+    import myaccel.builder.errors
     import myaccel.knobs.catalog
     import myaccel.profile.perfstat  # noqa: F401
 

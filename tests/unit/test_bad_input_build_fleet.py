@@ -29,7 +29,7 @@ from test_bad_input import (  # noqa: F401  (env is a fixture)
     snapshot,
 )
 
-from myaccel.build.manifest import BuildManifest
+from myaccel.builder.manifest import BuildManifest
 from myaccel.errors import ExitCode
 
 USAGE, SANDBOX, IO, DATA = ExitCode.USAGE, ExitCode.SANDBOX, ExitCode.IO_ERROR, ExitCode.DATA_ERROR
@@ -415,7 +415,7 @@ def test_verify_build_accepts_a_binary_of_a_myaccel_build(more: Env, tmp_path: P
     )
     assert code == ExitCode.USAGE, err
     man = BuildManifest.model_validate_json((out_dir / "manifest.json").read_text())
-    from myaccel.build.manifest import sha256_file
+    from myaccel.builder.manifest import sha256_file
 
     man.binaries = {str(binary): sha256_file(binary)}
     man.save(out_dir)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from myaccel.build.cross import qemu_argv
+from myaccel.builder.cross import qemu_argv
 from myaccel.facts.binary import classify_atomics, collect_binary
 from myaccel.facts.binary.atomics import _decode_atomic
 

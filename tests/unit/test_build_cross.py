@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from fake_runner import Recording, ReplayRunner
 
 from myaccel import proc
-from myaccel.build import cross, deps, distsrc
-from myaccel.build.errors import BuildOptionError, DependencyMissing, TreeError
-from myaccel.build.flags import BuildRequest, TargetCpu, Toolchain, check_arch_flags
-from myaccel.build.tree import detect_tree
+from myaccel.builder import cross, deps, distsrc
+from myaccel.builder.errors import BuildOptionError, DependencyMissing, TreeError
+from myaccel.builder.flags import BuildRequest, TargetCpu, Toolchain, check_arch_flags
+from myaccel.builder.tree import detect_tree
 from myaccel.cli.main import cli
 from myaccel.env import Environment, using
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from myaccel.build.errors import BuildOptionError
-from myaccel.build.flags import (
+from myaccel.builder.errors import BuildOptionError
+from myaccel.builder.flags import (
     BuildRequest,
     Toolchain,
     arch_flags,
@@ -15,7 +15,7 @@ from myaccel.build.flags import (
     parse_opts,
     resolve_target,
 )
-from myaccel.build.tree import detect_tree
+from myaccel.builder.tree import detect_tree
 from myaccel.facts.cpu import collect_cpu
 from myaccel.facts.sysroot import Sysroot
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from myaccel.build import deps
-from myaccel.build.flags import BuildRequest, PhaseFlags, Toolchain, compose_phase
-from myaccel.build.tree import declared_cmake_options, detect_tree, find_mysql_boost
+from myaccel.builder import deps
+from myaccel.builder.flags import BuildRequest, PhaseFlags, Toolchain, compose_phase
+from myaccel.builder.tree import declared_cmake_options, detect_tree, find_mysql_boost
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mysql97-cmake"
 REAL_TREE = Path(os.environ.get("MYACCEL_MYSQL97_TREE", "/work/srcs/mysql/mysql-9.7-9.7.2"))

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from fake_runner import Recording, ReplayRunner
 
-from myaccel.build import pgo
-from myaccel.build.bolt import perf_record_pid
-from myaccel.build.errors import BuildFailed, BuildOptionError, TreeError
-from myaccel.build.manifest import BuildManifest, StageRecord, load_manifest
-from myaccel.build.measure import parse_callgrind_total
-from myaccel.build.patch import apply_to_copy, make_cacheline_patch
-from myaccel.build.stages import find_downloads
-from myaccel.build.verify import cacheline_found
+from myaccel.builder import pgo
+from myaccel.builder.bolt import perf_record_pid
+from myaccel.builder.errors import BuildFailed, BuildOptionError, TreeError
+from myaccel.builder.manifest import BuildManifest, StageRecord, load_manifest
+from myaccel.builder.measure import parse_callgrind_total
+from myaccel.builder.patch import apply_to_copy, make_cacheline_patch
+from myaccel.builder.stages import find_downloads
+from myaccel.builder.verify import cacheline_found
 from myaccel.env import Environment, using
 
 
@@ -153,7 +153,7 @@ def test_callgrind_totals() -> None:
 
 
 def test_callgrind_branch_events() -> None:
-    from myaccel.build.measure import parse_callgrind_events
+    from myaccel.builder.measure import parse_callgrind_events
 
     text = (
         "events: Ir Bc Bcm Bi Bim\nfn=main\n1 2 3\nsummary: 15841036 1667968 70119 135617 21471\n"
@@ -176,7 +176,7 @@ def test_cacheline_patch_covers_every_copy(tmp_path: Path) -> None:
 def test_verify_fails_on_missing_profiles_of_server_sources(tmp_path: Path) -> None:
     import sys
 
-    from myaccel.build.verify import run_checks
+    from myaccel.builder.verify import run_checks
 
     binary = Path(sys.executable).resolve()  # any ELF binary: not a PGO build
     man = BuildManifest(
@@ -198,7 +198,8 @@ def test_verify_fails_on_missing_profiles_of_server_sources(tmp_path: Path) -> N
     assert "sql_parse.cc" in by_id["pgo-missing-profile"].evidence
     assert by_id["pgo-profile-use"].status in ("fail", "unknown")
     assert by_id["cacheline"].status == "fail"  # nothing in the (empty) build dir
-    man.pgo["missing_profile"]["hot"] = []
+    assert man.pgo.missing_profile is not None
+    man.pgo.missing_profile.hot = []
     _, checks = run_checks(binary, man)
     ok = {c.id: c for c in checks}["pgo-missing-profile"]
     assert ok.status == "pass" and "1 warning(s) for objects outside the server" in ok.evidence

@@ -8,11 +8,11 @@ from typing import IO, Any
 import pytest
 from fake_runner import Recording, ReplayRunner
 
-from myaccel.build.errors import BuildFailed
-from myaccel.build.flags import BuildRequest, TargetCpu, Toolchain
-from myaccel.build.manifest import BuildManifest, load_manifest
-from myaccel.build.runner import BuildContext, Layout, Stage, run_stages, run_streamed
-from myaccel.build.tree import detect_tree
+from myaccel.builder.errors import BuildFailed
+from myaccel.builder.flags import BuildRequest, TargetCpu, Toolchain
+from myaccel.builder.manifest import BuildManifest, load_manifest
+from myaccel.builder.runner import BuildContext, Layout, Stage, run_stages, run_streamed
+from myaccel.builder.tree import detect_tree
 from myaccel.env import Environment, using
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "buildproj"

@@ -12,9 +12,9 @@ import pytest
 from fake_runner import Recording, ReplayChild, ReplayRunner
 
 from myaccel import proc
-from myaccel.build import cross, smoke
-from myaccel.build.errors import DependencyMissing, SmokeFailed
-from myaccel.build.pipeline import stages_for
+from myaccel.builder import cross, smoke
+from myaccel.builder.errors import DependencyMissing, SmokeFailed
+from myaccel.builder.pipeline import stages_for
 from myaccel.env import Environment, using
 
 LIMITS = smoke.SmokeLimits()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from myaccel.build.errors import TreeError
-from myaccel.build.tree import detect_tree, find_mysql_boost, mysql_boost_wanted
+from myaccel.builder.errors import TreeError
+from myaccel.builder.tree import detect_tree, find_mysql_boost, mysql_boost_wanted
 
 REAL_MARIADB = Path("/work/trees/mariadb-10.11.18")
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "buildproj"
@@ -185,9 +185,9 @@ def test_real_mariadb_tree() -> None:
 @pytest.mark.skipif(not REAL_MARIADB.is_dir(), reason="no real MariaDB tree at /work/trees")
 def test_real_mariadb_preflight(tmp_path: Path, myaccel_home: Path) -> None:
     """Everything before compiling, on the real tree: flags, stages, nothing written to it."""
-    from myaccel.build.errors import DependencyMissing
-    from myaccel.build.flags import BuildRequest
-    from myaccel.build.pipeline import prepare, stages_for
+    from myaccel.builder.errors import DependencyMissing
+    from myaccel.builder.flags import BuildRequest
+    from myaccel.builder.pipeline import prepare, stages_for
 
     before = sorted(p.name for p in REAL_MARIADB.iterdir())
     req = BuildRequest(opts=("lto", "pgo", "cacheline"), jobs=2)
@@ -212,7 +212,7 @@ def test_real_mariadb_preflight(tmp_path: Path, myaccel_home: Path) -> None:
     ):
         assert opt in use
     man = ctx.manifest
-    assert man.source["version"] == "10.11.18" and man.request["opts"] == [
+    assert man.source.version == "10.11.18" and man.request.opts == [
         "lto",
         "pgo",
         "cacheline",

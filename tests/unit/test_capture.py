@@ -225,7 +225,7 @@ def test_split_examples_keeps_the_mix() -> None:
 
 
 def test_holdout_verdict() -> None:
-    from myaccel.build.holdout import holdout_verdict
+    from myaccel.builder.holdout import holdout_verdict
 
     assert holdout_verdict(900.0, 1000.0) == {"delta_pct": -10.0, "regressed": True}
     assert holdout_verdict(990.0, 1000.0) == {"delta_pct": -1.0, "regressed": False}
@@ -291,7 +291,7 @@ def test_training_replays_the_training_part(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from myaccel.bench import replay, runner
-    from myaccel.build.train import ReplayWorkload, replay_runs, training_workload
+    from myaccel.builder.train import ReplayWorkload, replay_runs, training_workload
     from myaccel.server.connection import ConnectParams
 
     path = tmp_path / "w.json"
@@ -395,8 +395,9 @@ def test_sequence_mode_script_and_replay_flags(tmp_path: Path, myaccel_home: Pat
 def test_holdout_stage_records_both_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from myaccel.build import holdout
-    from myaccel.build.flags import BuildRequest
+    from myaccel.builder import holdout
+    from myaccel.builder.flags import BuildRequest
+    from myaccel.builder.manifest import Measurements
 
     calls: list[tuple[Path, str, str]] = []
 
@@ -410,7 +411,7 @@ def test_holdout_stage_records_both_builds(tmp_path: Path, monkeypatch: pytest.M
         request=req,
         layout=SimpleNamespace(install=tmp_path / "install", work=tmp_path / "work"),
         progress=SimpleNamespace(note=lambda m: None),
-        manifest=SimpleNamespace(measurements={}),
+        manifest=SimpleNamespace(measurements=Measurements()),
         toolchain=SimpleNamespace(cross=None),
     )
     stage = holdout.HoldoutStage()
@@ -418,6 +419,6 @@ def test_holdout_stage_records_both_builds(tmp_path: Path, monkeypatch: pytest.M
     res = stage.run(ctx, (tmp_path / "log").open("w"))  # type: ignore[arg-type]
     assert [(c[1]) for c in calls] == ["holdout", "holdout"]
     assert calls[1][0] == Path("/base")
-    m = ctx.manifest.measurements["holdout"]
-    assert m["delta_pct"] == -10.0 and m["regressed"] is True
+    m = ctx.manifest.measurements.holdout
+    assert m is not None and m["delta_pct"] == -10.0 and m["regressed"] is True
     assert "slower by more than 5%" in res["summary"]

@@ -146,10 +146,17 @@ def test_broken_catalog_is_rejected(tmp_path: Path) -> None:
     raw = json.loads(DATA_PATH.read_text())
     raw["knobs"][0]["type"] = "integer"
     bad.write_text(json.dumps(raw))
-    with pytest.raises(CatalogError, match="invalid"):
+    with pytest.raises(
+        CatalogError, match=r"does not match myaccel\.knobs/1: field 'knobs\.0\.type'"
+    ):
         Catalog.load(bad)
-    with pytest.raises(CatalogError, match="cannot read"):
+    with pytest.raises(CatalogError, match="does not exist") as exc:
         Catalog.load(tmp_path / "missing.json")
+    assert "reinstall myaccel" in exc.value.hint
+    raw["schema_version"] = "myaccel.knobs/9"
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(CatalogError, match=r"has schema 'myaccel\.knobs/9', expected"):
+        Catalog.load(bad)
 
 
 def test_formula_language_is_restricted() -> None:

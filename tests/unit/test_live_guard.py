@@ -4,7 +4,7 @@ verdict against the before window's noise; the restart command of ``ServerHandle
 from __future__ import annotations
 
 from myaccel.accelerate.live import Sample, Window, judge, window_from
-from myaccel.actions.plan_apply import ServerHandle
+from myaccel.actions.target import CommandServer, UnmanagedServer, target_from_record
 from myaccel.clone.preflight import RestartMethod
 
 
@@ -67,15 +67,15 @@ def test_an_idle_server_is_judged_on_health_only() -> None:
 
 
 def test_restart_command_handle_round_trips() -> None:
-    h = ServerHandle("command", None, None, restart_command="systemctl restart db")
-    back = ServerHandle.from_dict(h.describe())
-    assert back.kind == "command" and back.restart_command == "systemctl restart db"
+    h = CommandServer(None, None, "systemctl restart db")
+    back = target_from_record(h.describe())
+    assert isinstance(back, CommandServer) and back.restart_command == "systemctl restart db"
     assert back.startable()
     assert RestartMethod("command", "x").known
 
 
 def test_a_server_myaccel_cannot_restart_gets_online_changes_only() -> None:
-    from myaccel.accelerate.existing import _handle
+    from myaccel.accelerate.existing import _server_target
     from myaccel.accelerate.request import ExistingServer
     from myaccel.actions.plan_apply import build_changes
     from myaccel.rules.model import Plan, Recommendation
@@ -83,8 +83,8 @@ def test_a_server_myaccel_cannot_restart_gets_online_changes_only() -> None:
 
     params = ConnectParams(host=None, port=3306, socket="/s", user="u", password=None)
     target = ExistingServer(params=params, conf_dir=None)
-    handle = _handle(target, RestartMethod("none", "pid 7 runs outside any systemd unit"))
-    assert handle.kind == "none" and handle.conf_dir is None
+    handle = _server_target(target, RestartMethod("none", "pid 7 runs outside any systemd unit"))
+    assert isinstance(handle, UnmanagedServer) and handle.conf_dir is None
 
     def rec(name: str, risk: str) -> Recommendation:
         return Recommendation.model_validate(

@@ -21,7 +21,7 @@ def _dead_owner() -> JournalOwner:
     """The owner record of a process that has ended (its pid is free or reused)."""
     p = subprocess.Popen(["sleep", "30"])
     owner = JournalOwner.this_process("capture").model_copy(update={"pid": p.pid})
-    from myaccel.actions.journal import process_start_ticks
+    from myaccel.proclife import process_start_ticks
 
     owner = owner.model_copy(update={"started": process_start_ticks(p.pid) or ""})
     p.kill()

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from myaccel.actions.errors import ApplyError
-from myaccel.actions.plan_apply import ServerHandle, build_changes
+from myaccel.actions.plan_apply import build_changes
+from myaccel.actions.target import SandboxServer, ServerTarget, UnmanagedServer
 from plans import plan, rec
 
 
-def handle(tmp_path: Path) -> ServerHandle:
-    return ServerHandle(kind="none", params=None, conf_dir=tmp_path)
+def handle(tmp_path: Path) -> ServerTarget:
+    return UnmanagedServer(params=None, conf_dir=tmp_path)
 
 
 def test_online_knob_is_runtime_plus_option_file(tmp_path: Path) -> None:
     from myaccel.server.connection import ConnectParams
 
-    h = ServerHandle(
-        kind="none", params=ConnectParams(None, 3306, "/x.sock", "root", None), conf_dir=tmp_path
+    h = UnmanagedServer(
+        params=ConnectParams(None, 3306, "/x.sock", "root", None), conf_dir=tmp_path
     )
     pc = build_changes(
         plan(
@@ -64,7 +67,8 @@ def test_root_layers_without_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_a_sandbox_apply_never_touches_the_hosts_server_unit(tmp_path: Path) -> None:
     """systemd:server/... names the unit that runs the server: a sandbox has none, so the
     recommendation is skipped rather than written into the host's mariadb.service."""
-    h = ServerHandle(kind="sandbox", params=None, conf_dir=tmp_path, sandbox_name="sb")
+    sb: Any = SimpleNamespace(name="sb")  # build_changes never touches the sandbox itself
+    h = SandboxServer(sandbox=sb, params=None, conf_dir=tmp_path)
     pc = build_changes(
         plan(rec("numa-policy", "systemd:server/NUMAPolicy", "interleave", layer="numa")), h
     )

@@ -82,7 +82,7 @@ class FakeSandbox:
     def snapshot_delete(self, name: str) -> None:
         self.deleted.append(name)
 
-    def start(self, options: object, wrapper: object = ()) -> None:
+    def start(self, options: object, wrapper: object = (), owner: object = None) -> None:
         self.starts += 1
 
 

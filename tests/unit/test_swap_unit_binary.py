@@ -23,13 +23,13 @@ from myaccel.actions import (
     setting_for,
     setting_from_spec,
 )
-from myaccel.actions.plan_apply import ServerHandle
 from myaccel.actions.settings.server_binary import (
     DROPIN_NAME,
     ServerBinarySetting,
     exec_start,
     server_path,
 )
+from myaccel.actions.target import CommandServer, ServerTarget, SystemdServer
 from myaccel.env import Environment, using
 from myaccel.errors import UsageError
 
@@ -179,8 +179,8 @@ def test_uri_and_journal_spec(root: Path) -> None:
     assert isinstance(again, ServerBinarySetting) and again.target == s.target
 
 
-def _handle() -> ServerHandle:
-    return ServerHandle(kind="systemd", params=None, conf_dir=None, unit=UNIT)
+def _handle() -> ServerTarget:
+    return SystemdServer(params=None, conf_dir=None, unit=UNIT)
 
 
 def test_swap_restarts_the_unit_and_finishes_the_journal(root: Path, myaccel_home: Path) -> None:
@@ -222,7 +222,7 @@ def test_a_unit_that_does_not_start_is_rolled_back_to_its_own_binary(
 
 
 def test_a_server_without_a_unit_is_refused(root: Path) -> None:
-    handle = ServerHandle(kind="command", params=None, conf_dir=None, restart_command="x")
+    handle = CommandServer(params=None, conf_dir=None, restart_command="x")
     with pytest.raises(UsageError, match="systemd unit"):
         swap_unit_binary(
             handle, Path(NEW), plan_id="p", facts_digest="d", note=lambda m: None, root=root

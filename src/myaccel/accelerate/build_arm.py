@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from myaccel.build.manifest import MANIFEST, BuildManifest, load_manifest
-from myaccel.build.runner import ProgressSink
+from myaccel.builder.manifest import MANIFEST, BuildManifest, load_manifest
+from myaccel.builder.runner import ProgressSink
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.paths import myaccel_home
 
@@ -96,11 +96,7 @@ def previous_build(flavor: str, home: Path | None = None) -> BuildManifest | Non
             m = load_manifest(man)
         except MyaccelError:
             continue
-        if (
-            m.status == "complete"
-            and m.source.get("flavor") == flavor
-            and tuple(m.request.get("opts", ())) == OPTS
-        ):
+        if m.status == "complete" and m.source.flavor == flavor and tuple(m.request.opts) == OPTS:
             found.append(m)
     return max(found, key=lambda m: m.updated_at) if found else None
 
@@ -114,10 +110,10 @@ def complete_build(build_dir: Path, version: str) -> BuiltServer | None:
     man = load_manifest(man_path)
     if man.status != "complete":
         return None
-    built = str(man.source.get("version", ""))
+    built = man.source.version
     if built != version:
         raise UsageError(
-            f"{build_dir} holds a build of {man.source.get('flavor')} {built}, the server is {version}",
+            f"{build_dir} holds a build of {man.source.flavor} {built}, the server is {version}",
             hint="pass the --build-dir of a build of the server's exact version, or a new one",
         )
     install = Path(man.install_dir or build_dir / "install")
@@ -171,10 +167,10 @@ def ensure_build(spec: BuildSpec, binary: Path, say: Callable[[str], None]) -> B
     """The PGO+LTO build of ``binary``'s exact version: reused when complete, else found
     (source), built or resumed. Raises the build's own errors (``BuildFailed``, ...): a
     rerun with the same ``--build-dir`` resumes."""
-    from myaccel.build.distsrc import describe_installed, resolve_source
-    from myaccel.build.flags import BuildRequest
-    from myaccel.build.pipeline import build, default_out
-    from myaccel.build.tree import detect_tree
+    from myaccel.builder.distsrc import describe_installed, resolve_source
+    from myaccel.builder.flags import BuildRequest
+    from myaccel.builder.pipeline import build, default_out
+    from myaccel.builder.tree import detect_tree
 
     server = describe_installed(binary)
     say(

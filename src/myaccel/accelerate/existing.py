@@ -34,13 +34,9 @@ from myaccel.accelerate.request import (
 from myaccel.accelerate.rollout import LIVE_FIGURES, guarded_apply
 from myaccel.accelerate.sandbox_mode import ab_against_base
 from myaccel.actions import journals_dir, plan_changes
-from myaccel.actions.plan_apply import (
-    PlannedChanges,
-    ServerHandle,
-    build_changes,
-    sandbox_handle,
-)
+from myaccel.actions.plan_apply import PlannedChanges, build_changes
 from myaccel.actions.session import derive_conf_dir, refuse_unfinished
+from myaccel.actions.target import ServerTarget, sandbox_target, server_target
 from myaccel.artifacts import write_text
 from myaccel.bench.compare import Comparison
 from myaccel.clone import CloneRequest, RestartMethod, make_clone, preflight
@@ -70,19 +66,26 @@ def plan_improves(cmp: Comparison) -> tuple[bool, str]:
     return True, "improved"
 
 
-def _handle(target: ExistingServer, restart: RestartMethod) -> ServerHandle:
-    conf_dir = target.conf_dir
-    if restart.kind == "sandbox" and target.restart_command is None:
-        h = sandbox_handle(restart.detail, create=True)
-        h.params = target.params
-        return h
-    if restart.kind == "systemd" or (target.unit and restart.kind == "none"):
-        return ServerHandle("systemd", target.params, conf_dir, unit=target.unit or restart.detail)
-    if restart.kind == "command":
-        return ServerHandle("command", target.params, conf_dir, restart_command=restart.detail)
-    h = ServerHandle("none", target.params, None)
-    h.conf_dir_reason = f"myaccel cannot restart this server ({restart.detail})"
-    return h
+def _server_target(target: ExistingServer, restart: RestartMethod) -> ServerTarget:
+    """The server as the preflight found it restartable: its sandbox, its systemd unit (or
+    ``--server-unit``), the user's restart command, or none (online changes only)."""
+    unit: str | None = None
+    match restart.kind:
+        case "sandbox" if target.restart_command is None:
+            return sandbox_target(restart.detail, create=True, params=target.params)
+        case "command":
+            return server_target(
+                target.params, conf_dir=target.conf_dir, restart_command=restart.detail
+            )
+        case "systemd":
+            unit = target.unit or restart.detail
+        case "none":
+            unit = target.unit  # --server-unit for a server the preflight found no unit for
+    if unit:
+        return server_target(target.params, conf_dir=target.conf_dir, unit=unit)
+    return server_target(
+        target.params, conf_dir_reason=f"myaccel cannot restart this server ({restart.detail})"
+    )
 
 
 # accelerate has no option to drop a dataset: the clone's A/B would drop a copy of the
@@ -137,17 +140,17 @@ def run_on_server(
     progress.note(f"restart method: {pre.restart.kind} ({pre.restart.detail})")
     for p in pre.problems + pre_clone.problems:
         progress.note(f"note: {p.message} ({p.hint})")
-    handle = _handle(target, pre.restart)
+    server = _server_target(target, pre.restart)
     progress.step("probe and plan")
     facts, plan = facts_and_plan(req, params, progress.note)
-    if handle.kind in ("systemd", "command"):
-        derive_conf_dir(handle, facts, progress.note)
-    pc = build_changes(plan, handle, layers=["server"])
+    if server.startable():  # the option files of a server myaccel restarts (a sandbox's own)
+        server = derive_conf_dir(server, facts, progress.note)
+    pc = build_changes(plan, server, layers=["server"])
     planned, _ = plan_changes(pc.changes)
     for r, why in pc.skipped:
         progress.note(f"not applied {r.id}: {why}")
     if not planned:  # refused before the results directory is written
-        if handle.kind == "none":
+        if not server.startable():
             raise UsageError(
                 f"myaccel cannot restart this server ({pre.restart.detail}) and the plan has "
                 "no online change left",
@@ -159,7 +162,7 @@ def run_on_server(
             hint="`myaccel plan` with the same server options shows the plan",
         )
     out = save_facts_and_plan(req, facts, plan)
-    if handle.kind == "none":
+    if not server.startable():
         progress.note(
             "online changes only: myaccel cannot restart this server "
             f"({pre.restart.detail}); restart-only changes are left out"
@@ -199,8 +202,8 @@ def run_on_server(
     progress.step("apply to the server, guarded")
     if not target.yes and not progress.confirm(f"apply {len(planned)} change(s) to the server?"):
         raise UsageError("applying to an existing server needs confirmation", hint="pass --yes")
-    done = _apply_and_verify(result, target, handle, pc, progress)
-    return build.after_apply(done, handle, pc, progress) if build is not None else done
+    done = _apply_and_verify(result, target, server, pc, progress)
+    return build.after_apply(done, server, pc, progress) if build is not None else done
 
 
 def _ab_on_clone(
@@ -249,7 +252,7 @@ def _clone_figures(scaled: ScaledPlan) -> str:
 def _apply_and_verify(
     result: AccelerateResult,
     target: ExistingServer,
-    handle: ServerHandle,
+    server: ServerTarget,
     pc: PlannedChanges,
     progress: Progress,
 ) -> AccelerateResult:
@@ -262,7 +265,7 @@ def _apply_and_verify(
     rollout = guarded_apply(
         result.plan,
         pc,
-        handle,
+        server,
         window_s=target.window_s,
         settle_s=target.settle_s,
         say=progress.note,

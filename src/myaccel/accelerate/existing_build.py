@@ -41,9 +41,9 @@ from myaccel.accelerate.rollout import GuardrailBreach
 from myaccel.accelerate.sandbox_mode import ab_against_base
 from myaccel.accelerate.swap_unit import swap_unit_binary
 from myaccel.actions import ApplyError
-from myaccel.actions.applier import finish_rollback, rollback
 from myaccel.actions.files import host_path
-from myaccel.actions.plan_apply import PlannedChanges, ServerHandle, health_check
+from myaccel.actions.plan_apply import PlannedChanges, health_check
+from myaccel.actions.protocol import rollback_with_restart
 from myaccel.actions.settings.base import Runner
 from myaccel.actions.settings.server_binary import (
     DROPIN_NAME,
@@ -51,10 +51,11 @@ from myaccel.actions.settings.server_binary import (
     exec_start,
     server_path,
 )
+from myaccel.actions.target import ServerTarget, server_target
 from myaccel.artifacts import write_text
 from myaccel.bench.ab import AbResult
 from myaccel.bench.compare import Comparison
-from myaccel.build.manifest import MANIFEST, load_manifest
+from myaccel.builder.manifest import MANIFEST, load_manifest
 from myaccel.clone.make import choose_install
 from myaccel.clone.preflight import RestartMethod
 from myaccel.clone.source import SourceServer
@@ -70,15 +71,15 @@ LIVE_SWAP_FIGURES = (
 )
 NO_SWAP_HINT = "leave out --swap-binary: the three arms are measured on the clone all the same"
 
-WindowFn = Callable[[ServerHandle, str, float], tuple[Window, list[str]]]
-HealthFn = Callable[[ServerHandle, dict[str, str]], list[str]]
+WindowFn = Callable[[ServerTarget, str, float], tuple[Window, list[str]]]
+HealthFn = Callable[[ServerTarget, dict[str, str]], list[str]]
 
 
-def live_window(handle: ServerHandle, label: str, seconds: float) -> tuple[Window, list[str]]:
+def live_window(target: ServerTarget, label: str, seconds: float) -> tuple[Window, list[str]]:
     """The guard's window of the live server's counters (``live.safe_window``)."""
-    if handle.params is None:
+    if target.params is None:
         return Window(label, 0.0), ["no connection to the server"]
-    return safe_window(handle.params, label, seconds)
+    return safe_window(target.params, label, seconds)
 
 
 def swap_unit(restart: RestartMethod, server_unit: str | None) -> str:
@@ -133,14 +134,14 @@ def check_build_version(spec: BuildSpec, install: ServerInstall) -> None:
     exact version of the binary the server runs (the datadir is never upgraded)."""
     version = install.version.text
     if spec.build_dir is not None and (spec.build_dir / MANIFEST).is_file():
-        built = str(load_manifest(spec.build_dir / MANIFEST).source.get("version", ""))
+        built = load_manifest(spec.build_dir / MANIFEST).source.version
         if built and built != version:
             raise UsageError(
                 f"{spec.build_dir} holds a build of {built}, the server runs {version}",
                 hint="pass the --build-dir of a build of the server's exact version, or a new one",
             )
     if spec.source is not None:
-        from myaccel.build.distsrc import check_tree_matches, describe_installed
+        from myaccel.builder.distsrc import check_tree_matches, describe_installed
 
         check_tree_matches(Path(spec.source).resolve(), describe_installed(install.binary))
 
@@ -231,7 +232,7 @@ class ServerBuild:
     def after_apply(
         self,
         result: AccelerateResult,
-        handle: ServerHandle,
+        server: ServerTarget,
         pc: PlannedChanges,
         progress: Progress,
     ) -> AccelerateResult:
@@ -245,11 +246,11 @@ class ServerBuild:
             return result
         progress.step(f"swap the binary of {self.unit}, guarded")
         try:
-            jswap, verdict = self._guarded_swap(result, handle, pc, progress)
+            jswap, verdict = self._guarded_swap(result, server, pc, progress)
         except ApplyError as exc:
             if result.journal is not None:
                 progress.note("the swap failed: rolling back the plan too")
-                undo(result.journal, handle, pc.restart_needed, progress.note, self.runner)
+                undo(result.journal, server, pc.restart_needed, progress.note, self.runner)
             raise GuardrailBreach(
                 f"{exc.message}; the plan was rolled back too: the server runs as before",
                 hint=exc.hint,
@@ -296,22 +297,28 @@ class ServerBuild:
     def _guarded_swap(
         self,
         result: AccelerateResult,
-        handle: ServerHandle,
+        server: ServerTarget,
         pc: PlannedChanges,
         progress: Progress,
     ) -> tuple[Path | None, Verdict | None]:
         assert self.built is not None and self.unit is not None
         say = progress.note
-        unit_handle = replace(handle, kind="systemd", unit=self.unit)
+        # the same server, restarted through the unit whose binary is swapped
+        unit_server = server_target(
+            server.params,
+            conf_dir=server.conf_dir,
+            conf_dir_reason=server.conf_dir_reason,
+            unit=self.unit,
+        )
         say(f"live server: the before window of the swap ({self.window_s:.0f} s)")
-        before, problems = self.window(unit_handle, "before swap", self.window_s)
+        before, problems = self.window(unit_server, "before swap", self.window_s)
         if problems:
             raise ApplyError(
                 "the server is not healthy before the swap: " + "; ".join(problems),
                 hint="the binary was not swapped; check the server",
             )
         jswap = swap_unit_binary(
-            unit_handle,
+            unit_server,
             self._binary(self.built),
             plan_id=result.plan.created_at,
             facts_digest=result.plan.facts_digest,
@@ -325,9 +332,9 @@ class ServerBuild:
             say(f"letting the server warm up for {self.settle_s:.0f} s")
             time.sleep(self.settle_s)
         say(f"live server: the after window of the swap ({self.window_s:.0f} s)")
-        after, problems = self.window(unit_handle, "after swap", self.window_s)
+        after, problems = self.window(unit_server, "after swap", self.window_s)
         if not problems:
-            problems = self.health(unit_handle, pc.server_values)  # the plan's values hold
+            problems = self.health(unit_server, pc.server_values)  # the plan's values hold
         verdict = judge(before, after, problems)
         for n in verdict.notes:
             say(f"guard: {n}")
@@ -336,7 +343,7 @@ class ServerBuild:
             return jswap, verdict
         self.save(replace(result, swap_journal=jswap), jswap, verdict)
         say("guard: " + "; ".join(verdict.breaches) + ": rolling back the swap")
-        undo(jswap, unit_handle, True, say, self.runner)
+        undo(jswap, unit_server, True, say, self.runner)
         raise ApplyError(
             "guardrail breach after the binary swap (" + "; ".join(verdict.breaches)[:300] + ")",
             hint=f"the journal {jswap} records what was tried",
@@ -386,18 +393,10 @@ class ServerBuild:
 
 def undo(
     journal: Path,
-    handle: ServerHandle,
+    server: ServerTarget,
     restart: bool,
     say: Callable[[str], None],
     runner: Runner | None = None,
 ) -> None:
     """Roll ``journal`` back, restarting the server when it restarted for it."""
-    rollback(
-        journal,
-        connect=handle.connector() if handle.params else None,
-        runner=runner,
-        finish=False,
-    )
-    if restart:
-        handle.restart(say)
-    finish_rollback(journal)
+    rollback_with_restart(server, journal, restart=restart, note=say, runner=runner)

@@ -12,14 +12,15 @@ from myaccel.accelerate.candidate import CandidateConfig
 from myaccel.bench.ab import AbResult
 from myaccel.bench.compare import Comparison
 from myaccel.bench.profiles import Profile
-from myaccel.bench.session import BenchProgress, BenchResult
+from myaccel.bench.session import BenchProgress
 from myaccel.bench.workload import Workload
 from myaccel.model import Facts
 from myaccel.rules.model import Plan
 from myaccel.server.connection import ConnectParams
 
 if TYPE_CHECKING:
-    from myaccel.actions.plan_apply import PlannedChanges, ServerHandle
+    from myaccel.actions.plan_apply import PlannedChanges
+    from myaccel.actions.target import ServerTarget
     from myaccel.clone.preflight import RestartMethod
     from myaccel.clone.source import SourceServer
 
@@ -95,9 +96,6 @@ class Progress(BenchProgress, Protocol):
     def confirm(self, question: str) -> bool:
         """Whether to go on (changing an existing server); False stops the command."""
 
-    def bench_done(self, result: BenchResult) -> None:
-        """A before/after campaign on an existing server ended."""
-
     def ab_done(self, result: AbResult) -> None:
         """The A/B on the sandbox ended."""
 
@@ -121,7 +119,7 @@ class ServerBuildHooks(Protocol):
     def after_apply(
         self,
         result: AccelerateResult,
-        handle: ServerHandle,
+        server: ServerTarget,
         pc: PlannedChanges,
         progress: Progress,
     ) -> AccelerateResult: ...

@@ -1,7 +1,9 @@
 """The guarded rollout on an existing server: the before window of its own counters, the
-journaled apply (and restart, which rolls back itself when the server does not come back
-healthy), the after window, and the verdict (``live.judge``); a breach rolls the journal
-back (restarting again when the apply restarted) and raises ``GuardrailBreach``."""
+journaled apply (``actions.protocol.apply_with_restart``: the restart, which rolls back
+itself when the server does not come back healthy, with the journal open until it
+passed), the after window, and the verdict (``live.judge``); a breach rolls the journal
+back (``rollback_with_restart``, restarting again when the apply restarted) and raises
+``GuardrailBreach``."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from myaccel.accelerate.live import Verdict, judge, safe_window
-from myaccel.actions import ApplyError, apply_changes
-from myaccel.actions.applier import finish_rollback, rollback
-from myaccel.actions.plan_apply import PlannedChanges, ServerHandle, health_check
-from myaccel.actions.session import restart_and_check
+from myaccel.actions import ApplyError
+from myaccel.actions.plan_apply import PlannedChanges, health_check
+from myaccel.actions.protocol import apply_with_restart, rollback_with_restart
+from myaccel.actions.target import ServerTarget
 from myaccel.rules.model import Plan
 
 LIVE_FIGURES = "from the live server: its own counters before and after the apply, observational"
@@ -33,17 +35,17 @@ class Rollout:
 def guarded_apply(
     plan: Plan,
     pc: PlannedChanges,
-    handle: ServerHandle,
+    target: ServerTarget,
     *,
     window_s: float,
     settle_s: float,
     say: Callable[[str], None],
     record: Callable[[Verdict, Path], None] = lambda v, j: None,
 ) -> Rollout:
-    """Apply ``pc`` to the server of ``handle`` between two windows of its counters;
+    """Apply ``pc`` to ``target``'s server between two windows of its counters;
     ``record`` sees the verdict before a rollback."""
-    assert handle.params is not None
-    params = handle.params
+    assert target.params is not None
+    params = target.params
     say(f"live server: the before window ({window_s:.0f} s)")
     before, problems = safe_window(params, "before", window_s)
     if problems:
@@ -51,22 +53,23 @@ def guarded_apply(
             "the server is not healthy before the apply: " + "; ".join(problems),
             hint="nothing was changed; check the server",
         )
-    res = apply_changes(
+    res = apply_with_restart(  # a failed restart rolls back itself (ApplyError)
+        target,
         pc.changes,
+        restart=pc.restart_needed,
+        expected=pc.server_values,
+        note=say,
         plan_id=plan.created_at,
         facts_digest=plan.facts_digest,
-        server=handle.describe(),
     )
     jpath = Path(res.journal_path or "")
-    if pc.restart_needed:
-        restart_and_check(handle, pc.server_values, jpath, say)  # rolls back itself
-        if settle_s > 0:
-            say(f"letting the server warm up for {settle_s:.0f} s")
-            time.sleep(settle_s)
+    if pc.restart_needed and settle_s > 0:
+        say(f"letting the server warm up for {settle_s:.0f} s")
+        time.sleep(settle_s)
     say(f"live server: the after window ({window_s:.0f} s)")
     after, problems = safe_window(params, "after", window_s)
     if not problems:
-        problems = health_check(handle, pc.server_values)
+        problems = health_check(target, pc.server_values)
     verdict = judge(before, after, problems)
     for n in verdict.notes:
         say(f"guard: {n}")
@@ -75,10 +78,7 @@ def guarded_apply(
         say("guard: no breach, the changes stay (undo with: myaccel rollback)")
         return Rollout(jpath, verdict)
     say("guard: " + "; ".join(verdict.breaches) + ": rolling back")
-    rollback(jpath, connect=handle.connector(), finish=False)
-    if pc.restart_needed:
-        handle.restart(say)
-    finish_rollback(jpath)
+    rollback_with_restart(target, jpath, restart=pc.restart_needed, note=say)
     raise GuardrailBreach(
         "guardrail breach on the live server (" + "; ".join(verdict.breaches)[:300] + "): "
         "rolled back, it runs on its old configuration again",

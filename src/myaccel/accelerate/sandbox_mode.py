@@ -33,11 +33,10 @@ def run_on_sandbox(
     req: AccelerateRequest, target: SandboxTarget, progress: Progress
 ) -> AccelerateResult:
     name = target.name
-    if ab.sandbox_needs_creation(name, create=target.create, explicit=target.explicit):
-        progress.note(f"creating sandbox '{name}' with the distribution's default configuration")
-        sb = Sandbox.init(name, basedir=target.basedir, progress=progress.note)
-    else:
-        sb = Sandbox.load(name)
+    create = ab.sandbox_needs_creation(name, create=target.create, explicit=target.explicit)
+    # made or loaded once here, then passed on (the A/B, the swap)
+    sb = ab.open_sandbox(name, create=create, basedir=target.basedir, note=progress.note)
+    if not create:
         if target.basedir is not None:
             progress.note(f"sandbox '{name}' exists: it keeps its server ({sb.binary_path})")
         ab.restore_base_config(sb, progress.note)  # its own (base) configuration
@@ -70,7 +69,7 @@ def run_on_sandbox(
     )
     for r in cand.applied:
         progress.note(f"  {r.id}: {r.target} {r.current} -> {r.proposed}")
-    result = ab_against_base(req, name, cand.path, out, progress, built=built)
+    result = ab_against_base(req, sb, cand.path, out, progress, built=built)
     journal = None
     if built is not None and req.build is not None and req.build.swap_binary:
         journal = swap_binary(sb, built, plan.created_at, plan.facts_digest, progress)
@@ -88,7 +87,7 @@ def run_on_sandbox(
 
 def ab_against_base(
     req: AccelerateRequest,
-    sandbox: str,
+    sandbox: Sandbox | str,
     candidate: Path,
     out: Path,
     progress: Progress,
@@ -97,9 +96,10 @@ def ab_against_base(
 ) -> ab.AbResult:
     """The interleaved A/B of ``accelerate``: the sandbox's base configuration against the
     ``candidate`` option file (and, with ``built``, the build with it as a third arm), in
-    ``out/ab``; arms without a valid run raise."""
+    ``out/ab``; arms without a valid run raise. ``sandbox``: loaded already, or its name."""
+    sb = None if isinstance(sandbox, str) else sandbox
     abreq = ab.AbRequest(
-        sandbox=sandbox,
+        sandbox=sandbox if isinstance(sandbox, str) else sandbox.name,
         profile=req.profile,
         baseline=ab.make_arm("baseline", None, (), None),
         candidate=ab.make_arm("candidate", str(candidate), (), None),
@@ -111,7 +111,7 @@ def ab_against_base(
     if built is not None:
         abreq = three_arms(abreq, built)
         progress.step("three arms, interleaved: distro defaults, distro + plan, build + plan")
-    result = ab.run(abreq, progress)
+    result = ab.run(abreq, progress, sandbox=sb)
     progress.ab_done(result)
     ab.require_valid_arms(result.records, result.out_dir)
     return result
@@ -144,19 +144,24 @@ def swap_binary(
 ) -> Path:
     """Point the sandbox at the build, journaled (`myaccel rollback` puts it back), and
     restart it on its base configuration with the new binary."""
-    from myaccel.actions import apply_changes
+    from myaccel.actions.protocol import apply_with_restart
     from myaccel.actions.settings import setting_for
+    from myaccel.actions.target import UnmanagedServer
 
     setting = setting_for(f"sandbox:{sb.name}/basedir")
-    res = apply_changes(
+    res = apply_with_restart(
+        # the journal records no server, as it always did for this swap: `myaccel
+        # rollback` puts the basedir back without a restart or a health check
+        UnmanagedServer(),
         [(setting, str(built.install))],
+        restart=False,  # the restart below is on the base configuration, not journaled
+        note=progress.note,
         plan_id=plan_id,
         facts_digest=facts_digest,
-        server={"sandbox": sb.name},
     )
     progress.note(
         f"sandbox '{sb.name}' now runs {built.install} (journal {res.journal_path}; "
         "undo with: myaccel rollback)"
     )
-    ab.restore_base_config(Sandbox.load(sb.name), progress.note)
+    ab.restore_base_config(sb, progress.note)
     return Path(res.journal_path or "")

@@ -10,17 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from myaccel.actions import apply_changes
-from myaccel.actions.applier import finish_journal
-from myaccel.actions.plan_apply import ServerHandle
-from myaccel.actions.session import restart_and_check
+from myaccel.actions import ApplyResult
+from myaccel.actions.protocol import apply_with_restart
 from myaccel.actions.settings.base import Runner
 from myaccel.actions.settings.server_binary import ServerBinarySetting
+from myaccel.actions.target import ServerTarget, SystemdServer
 from myaccel.errors import UsageError
 
 
 def swap_unit_binary(
-    handle: ServerHandle,
+    target: ServerTarget,
     binary: Path,
     *,
     plan_id: str,
@@ -29,27 +28,30 @@ def swap_unit_binary(
     root: str | Path = "/",
     runner: Runner | None = None,
 ) -> Path | None:
-    """Point the handle's systemd unit at ``binary``; the journal's path (None when the unit
+    """Point the target's systemd unit at ``binary``; the journal's path (None when the unit
     already runs it)."""
-    if handle.kind != "systemd" or not handle.unit:
+    if not isinstance(target, SystemdServer) or not target.unit:
         raise UsageError(
             "swapping a real server's binary needs the systemd unit that runs it",
             hint="pass --server-unit UNIT (a basedir swap is for sandboxes: --sandbox NAME)",
         )
-    setting = ServerBinarySetting(handle.unit, root=root, runner=runner)
-    res = apply_changes(
+    unit = target.unit
+    setting = ServerBinarySetting(unit, root=root, runner=runner)
+
+    def applied(res: ApplyResult) -> None:
+        note(f"{unit}: ExecStart now runs {binary} (journal {res.journal_path})")
+
+    res = apply_with_restart(  # rolls back and restarts itself on a failed start
+        target,
         [(setting, str(binary))],
+        restart=True,
+        note=note,
         plan_id=plan_id,
         facts_digest=facts_digest,
-        server=handle.describe(),
-        keep_open=True,  # done once the unit is back and healthy
+        applied=applied,
     )
     if res.journal_path is None:
-        note(f"{handle.unit} already runs {binary}")
+        note(f"{unit} already runs {binary}")
         return None
-    jpath = Path(res.journal_path)
-    note(f"{handle.unit}: ExecStart now runs {binary} (journal {jpath})")
-    restart_and_check(handle, {}, jpath, note)  # rolls back and restarts itself on failure
-    finish_journal(jpath)
-    note(f"{handle.unit} runs {binary}; undo with: myaccel rollback")
-    return jpath
+    note(f"{unit} runs {binary}; undo with: myaccel rollback")
+    return Path(res.journal_path)

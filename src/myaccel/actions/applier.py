@@ -149,7 +149,7 @@ def apply_changes(
 ) -> ApplyResult:
     """Apply ``(setting, desired)`` pairs with a journal; ``dry_run`` only plans.
 
-    ``server`` (``ServerHandle.describe()``) is recorded in the journal before the first
+    ``server`` (``ServerTarget.describe()``) is recorded in the journal before the first
     change, so that a rollback after a crash can reach, stop and start the server.
 
     ``keep_open`` leaves the journal ``open`` after the last entry, for a caller that still

@@ -12,7 +12,7 @@ sequence number and the UTC start time) (schema
     owner    set by a command whose changes last only while it runs (``capture``'s
              switches): its pid, start time and boot; an ``open`` journal whose owner is
              gone (killed by SIGKILL) is rolled back by the next myaccel command.
-    server   how rollback reaches, stops and starts the server (``ServerHandle.describe()``:
+    server   how rollback reaches, stops and starts the server (``ServerTarget.describe()``:
              sandbox name and home, socket/host/port/user but never a password, systemd unit,
              option-file directory), recorded when the journal is created, before the first
              change; None for journals without server changes (and for journals written
@@ -48,6 +48,7 @@ from myaccel.actions.errors import Busy, JournalCorrupt, JournalError
 from myaccel.actions.files import FileState
 from myaccel.artifacts import artifact, fsync_dir, remove_temporaries, save_document
 from myaccel.model import Strict
+from myaccel.owner import ProcessOwner
 from myaccel.paths import Via, myaccel_home
 
 JOURNAL_SCHEMA = "myaccel.journal/1"
@@ -97,41 +98,9 @@ class JournalEntry(Strict):
     reverted_at: str | None = None
 
 
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-def process_start_ticks(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat field 22): with
-    the pid it names one process even after the pid is reused. None if it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-class JournalOwner(Strict):
-    """The process whose changes last only while it runs (a capture's general log): when
-    it is gone and the journal is still open, the next myaccel command undoes them."""
-
-    command: str
-    pid: int
-    started: str  # process_start_ticks(pid) when the journal was made
-    boot_id: str
-
-    @classmethod
-    def this_process(cls, command: str) -> JournalOwner:
-        pid = os.getpid()
-        return cls(
-            command=command, pid=pid, started=process_start_ticks(pid) or "", boot_id=_boot_id()
-        )
-
-    def alive(self) -> bool:
-        """The owner still runs (same boot, same pid, same start time)."""
-        return self.boot_id == _boot_id() and process_start_ticks(self.pid) == self.started
+# The process whose changes last only while it runs (a capture's general log): when it is
+# gone and the journal is still open, the next myaccel command undoes them.
+JournalOwner = ProcessOwner
 
 
 @artifact(JOURNAL_SCHEMA)

@@ -1,27 +1,17 @@
 """From a plan to journaled changes on a server: which setting carries each
-recommendation, how the server is restarted (sandbox, systemd, or a command the user
-gives) and health-checked, and
-automatic rollback when the server does not come back healthy."""
+recommendation (``build_changes``), what a dry run shows (``preview_changes``), and the
+health check after a change (``health_check``). The server is a ``target.ServerTarget``;
+the apply and rollback around a restart are ``protocol``'s."""
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-import signal
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from myaccel import proc
 from myaccel.actions.applier import plan_changes
-from myaccel.actions.crashpoint import armed, crash_point, kill_self
-from myaccel.actions.errors import ApplyError, JournalCorrupt
+from myaccel.actions.errors import ApplyError
 from myaccel.actions.files import host_path
-from myaccel.actions.journal import Journal, write_json_durably
 from myaccel.actions.settings import (
     Change,
     OptionFileSetting,
@@ -30,261 +20,12 @@ from myaccel.actions.settings import (
     setting_for,
     values_equal,
 )
+from myaccel.actions.target import ServerTarget
 from myaccel.errors import MyaccelError
 from myaccel.rules.model import Plan, Recommendation
-from myaccel.server.connection import ConnectParams, connect, query_rows
-from myaccel.server.sandbox.state import ServerOptions
+from myaccel.server.connection import connect, query_rows
 
-MANAGED_CNF = "99-myaccel.cnf"
 AUTOMATABLE = ("mysql:", "sysctl:", "sysfs:", "debugfs:", "systemd:", "file:")
-
-
-@dataclass
-class ServerHandle:
-    """How to reach, restart and check the server a plan is applied to."""
-
-    kind: str  # sandbox, systemd, command, none
-    params: ConnectParams | None
-    conf_dir: Path | None
-    sandbox_name: str | None = None
-    unit: str | None = None
-    home: str | None = None
-    # why conf_dir is None (shown when restart-only knobs are skipped)
-    conf_dir_reason: str | None = None
-    # kind "command": what restarts (and starts) the server, given by the user
-    restart_command: str | None = None
-
-    @property
-    def managed_file(self) -> Path | None:
-        return self.conf_dir / MANAGED_CNF if self.conf_dir else None
-
-    def _managed_options(self) -> ServerOptions:
-        """A sandbox starts with the managed option file as its --config, once it exists."""
-        mf = self.managed_file
-        return ServerOptions(config=mf if mf is not None and mf.exists() else None)
-
-    def connector(self) -> Callable[[], Any]:
-        p = self.params
-        if p is None:
-            raise ApplyError(
-                "no server connection for mysql: targets", hint="pass server options or --sandbox"
-            )
-        return lambda: connect(p)
-
-    def describe(self) -> dict[str, Any]:
-        p = self.params
-        return {
-            # how to reach the server again for rollback/verify (never the password)
-            "connection": None
-            if p is None
-            else {"host": p.host, "port": p.port, "socket": p.socket, "user": p.user},
-            "kind": self.kind,
-            "sandbox": self.sandbox_name,
-            "unit": self.unit,
-            "conf_dir": str(self.conf_dir) if self.conf_dir else None,
-            "home": self.home,
-            **({"restart_command": self.restart_command} if self.restart_command else {}),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "the journal") -> ServerHandle:
-        """Rebuild a handle from ``describe()``; anything malformed is ``JournalCorrupt``."""
-        try:
-            return cls._from_dict(d)
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise JournalCorrupt(
-                f"the server record in {where} is malformed ({type(exc).__name__}: {exc})",
-                hint="it was edited or damaged; pass the server options (--sandbox NAME, or "
-                "-S/-h/-P/-u) to `myaccel rollback` to say which server to use",
-                context={"file": where},
-            ) from exc
-
-    @classmethod
-    def _from_dict(cls, d: Any) -> ServerHandle:
-        if not isinstance(d, dict):
-            raise TypeError("not a JSON object")
-        if d.get("kind") == "sandbox":
-            name = d["sandbox"]
-            home = d.get("home")
-            if not isinstance(name, str) or not (home is None or isinstance(home, str)):
-                raise TypeError("sandbox and home must be strings")
-            return sandbox_handle(name, home=home, create=False)
-        c = d.get("connection")
-        params = None
-        if c is not None:
-            if not isinstance(c, dict):
-                raise TypeError("connection is not an object")
-            params = ConnectParams(
-                host=_opt_str(c.get("host")),
-                port=int(c.get("port") or 3306),
-                socket=_opt_str(c.get("socket")),
-                user=str(c.get("user") or "root"),
-                password=None,
-            )
-        return cls(
-            kind=str(d.get("kind", "none")),
-            params=params,
-            conf_dir=Path(str(d["conf_dir"])) if d.get("conf_dir") else None,
-            unit=_opt_str(d.get("unit")),
-            restart_command=_opt_str(d.get("restart_command")),
-        )
-
-    # ------------------------------------------------------------ restart phases
-
-    def _sandbox(self) -> Any:
-        from myaccel.server.sandbox import Sandbox
-
-        return Sandbox.load(str(self.sandbox_name), home=Path(self.home) if self.home else None)
-
-    def restart(self, log: Callable[[str], None]) -> None:
-        """Stop, then start with the managed option file. Each phase is a crash point
-        (restart-stop, restart-down, restart-start; see ``crashpoint``)."""
-        if self.kind == "sandbox":
-            sb = self._sandbox()
-            if armed("restart-stop"):
-                pid = sb.pid
-                if pid is not None:  # shutdown requested, the server is still going down
-                    # A crash-test hook: the server is a detached daemon known only by
-                    # its pid file (no proc.Child of ours), so it is signalled directly.
-                    os.kill(pid, signal.SIGTERM)
-                kill_self()
-            log(sb.stop())
-            crash_point("restart-down")
-            if armed("restart-start"):
-                _kill_self_when(sb.is_running)
-            sb.start(self._managed_options(), progress=log)
-        elif self.kind == "systemd" and self.unit:
-            log(f"restarting {self.unit}")
-            crash_point("restart-stop")
-            self._systemctl("stop")
-            crash_point("restart-down")
-            self._systemctl("start")
-            crash_point("restart-start")
-        elif self.kind == "command" and self.restart_command:
-            self._run_command()
-        else:
-            raise ApplyError(
-                "restart-only settings changed but myaccel does not know how to restart this server",
-                hint="pass --server-unit UNIT (systemd) or use --sandbox; or restart it yourself and run `myaccel verify`",
-            )
-
-    def _run_command(self) -> None:
-        """The user's restart command (it also starts a stopped server); the server must
-        answer within a minute after it returns."""
-        cmd = str(self.restart_command)
-        # a restart under way finishes even if myaccel is killed meanwhile
-        r = proc.run(shlex.split(cmd), timeout_s=600, die_with_parent=False)
-        if not r.ok:
-            raise ApplyError(
-                f"the restart command failed ({cmd}): {(r.stderr or r.stdout).strip()[-200:]}",
-                hint="run it by hand to see why; the server's error log tells the rest",
-            )
-        if not self.wait_reachable(timeout_s=60.0):
-            raise ApplyError(
-                f"the server does not answer after the restart command ({cmd})",
-                hint="see the server's error log",
-            )
-
-    def _systemctl(self, verb: str) -> None:
-        r = proc.run(["systemctl", verb, str(self.unit)], timeout_s=600)
-        if not r.ok:
-            raise ApplyError(
-                f"systemctl {verb} {self.unit} failed: {r.stderr.strip()[:200]}",
-                hint=f"see journalctl -u {self.unit}",
-            )
-
-    def reachable(self) -> bool:
-        if self.params is None:
-            return False
-        try:
-            conn = connect(self.params)
-        except MyaccelError:
-            return False
-        conn.close()
-        return True
-
-    def startable(self) -> bool:
-        """Whether myaccel knows how to start this server (a sandbox or a systemd unit)."""
-        return (
-            self.kind == "sandbox"
-            or (self.kind == "systemd" and bool(self.unit))
-            or (self.kind == "command" and bool(self.restart_command))
-        )
-
-    def wait_reachable(self, timeout_s: float = 60.0) -> bool:
-        """Wait for a server that is starting (a crash may have left one half way up)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if self.reachable():
-                return True
-            if self.kind == "sandbox" and not self._sandbox().is_running():
-                return False
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.2)
-
-    def start(self, log: Callable[[str], None]) -> None:
-        """Start a stopped server with the option files as they are now."""
-        if self.kind == "sandbox":
-            res = self._sandbox().start(self._managed_options(), progress=log)
-            log(res.message)
-        elif self.kind == "systemd" and self.unit:
-            log(f"starting {self.unit}")
-            self._systemctl("start")
-        elif self.kind == "command" and self.restart_command:
-            log(f"starting the server: {self.restart_command}")
-            self._run_command()
-        else:
-            raise ApplyError(
-                "the server is not reachable and myaccel does not know how to start it",
-                hint="start it yourself, then run `myaccel rollback` again",
-            )
-
-    def error_log_errors(self) -> list[str]:
-        if self.kind != "sandbox":
-            return []
-        lines: list[str] = self._sandbox().error_log_tail(200)
-        return [ln for ln in lines if "[ERROR]" in ln][-3:]
-
-
-def _opt_str(v: Any) -> str | None:
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise TypeError(f"{v!r} is not a string")
-    return v
-
-
-def _kill_self_when(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    """Crash-point helper: SIGKILL this process as soon as ``condition()`` holds (polled in
-    a daemon thread), e.g. once the server was spawned but before it is ready."""
-
-    def watch() -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if condition():
-                kill_self()
-            time.sleep(0.01)
-
-    threading.Thread(target=watch, name="crash-point", daemon=True).start()
-
-
-def sandbox_handle(name: str, home: str | None = None, *, create: bool = False) -> ServerHandle:
-    """The handle of a sandbox; its managed option file lives in ``<sandbox>/conf.d``
-    (passed as --config at start). ``create`` makes that directory (apply does, right
-    before its journal; a dry run never does)."""
-    from myaccel.server.sandbox import Sandbox
-
-    sb = Sandbox.load(name, home=Path(home) if home else None)
-    if create:
-        (sb.dir / "conf.d").mkdir(exist_ok=True)
-    return ServerHandle(
-        kind="sandbox",
-        params=sb.connect_params(),
-        conf_dir=sb.dir / "conf.d",
-        sandbox_name=name,
-        home=str(sb.home),
-    )
 
 
 @dataclass
@@ -296,13 +37,13 @@ class PlannedChanges:
     server_values: dict[str, str] = field(default_factory=dict)  # read back after apply
 
 
-def _not_applied(r: Recommendation, handle: ServerHandle) -> str | None:
-    """Why ``r`` is not applied to ``handle``'s server, or None."""
+def _not_applied(r: Recommendation, target: ServerTarget) -> str | None:
+    """Why ``r`` is not applied to ``target``'s server, or None."""
     if r.action != "apply":
         return "advisory: needs a human (rebuild, firmware or a decision)"
     if not r.target.startswith(AUTOMATABLE):
         return f"{r.target.split(':', 1)[0]}: not automated yet"
-    if r.target.startswith("systemd:server/") and handle.kind == "sandbox":
+    if r.target.startswith("systemd:server/") and not target.host_service:
         # bug fix: this used to resolve to the host's own mariadb/mysql unit
         return (
             "a sandbox is not run by systemd: the host's server unit is not changed for it "
@@ -313,7 +54,7 @@ def _not_applied(r: Recommendation, handle: ServerHandle) -> str | None:
 
 def build_changes(
     plan: Plan,
-    handle: ServerHandle,
+    target: ServerTarget,
     *,
     layers: list[str] | None = None,
     only: list[str] | None = None,
@@ -327,7 +68,7 @@ def build_changes(
             continue
         if only and r.id not in only:
             continue
-        if (why_not := _not_applied(r, handle)) is not None:
+        if (why_not := _not_applied(r, target)) is not None:
             out.skipped.append((r, why_not))
             continue
         if r.target.startswith("mysql:"):
@@ -335,12 +76,12 @@ def build_changes(
             targets: list[str] = []
             if r.risk == "online":
                 targets.append(r.target)
-            if handle.conf_dir is not None:
+            if target.conf_dir is not None:
                 targets.append(f"mycnf:mysqld/{name}")
                 if r.risk != "online":
                     out.restart_needed = True
             elif r.risk != "online":
-                why = handle.conf_dir_reason or "no option-file directory is known"
+                why = target.conf_dir_reason or "no option-file directory is known"
                 out.skipped.append((r, f"needs a restart and {why} (pass --conf-dir DIR)"))
                 continue
             for t in targets:
@@ -348,8 +89,8 @@ def build_changes(
                     (
                         setting_for(
                             t,
-                            conf_dir=str(handle.conf_dir) if handle.conf_dir else None,
-                            connect=handle.connector(),
+                            conf_dir=str(target.conf_dir) if target.conf_dir else None,
+                            connect=target.connector(),
                             persist_server_variables=persist_server_variables,
                         ),
                         r.proposed,
@@ -368,19 +109,19 @@ def build_changes(
                 hint="run as root, or pass --partial to apply only what this user may change, or --layers server",
             )
         for t in expand_target(r.target):
-            out.changes.append((setting_for(t, server_unit=handle.unit), r.proposed))
+            out.changes.append((setting_for(t, server_unit=target.unit), r.proposed))
         out.recs.append(r)
     return out
 
 
-def health_check(handle: ServerHandle, expected: dict[str, str]) -> list[str]:
+def health_check(target: ServerTarget, expected: dict[str, str]) -> list[str]:
     """Problems after an apply: cannot connect, a query fails, [ERROR] lines in the error
     log, or a value that did not take (what pt-config-diff would catch)."""
     problems: list[str] = []
-    if handle.params is None:
+    if target.params is None:
         return problems
     try:
-        conn = connect(handle.params)
+        conn = connect(target.params)
     except MyaccelError as exc:
         return [f"cannot connect: {exc.message}"]
     try:
@@ -397,47 +138,6 @@ def health_check(handle: ServerHandle, expected: dict[str, str]) -> list[str]:
     finally:
         conn.close()
     return problems
-
-
-def _handle_path(journal_path: Path) -> Path:
-    # Beside the journals, in a subdirectory: the journal directory holds journals only.
-    return journal_path.parent / "servers" / f"{journal_path.stem}.json"
-
-
-def save_handle(journal_path: Path, handle: ServerHandle) -> None:
-    """Write the handle beside a journal (what journals without a ``server`` record
-    used); kept for callers that record the server after apply."""
-    p = _handle_path(journal_path)
-    p.parent.mkdir(mode=0o700, exist_ok=True)
-    write_json_durably(p, handle.describe())
-
-
-def load_handle(journal_path: Path, journal: Journal | None = None) -> ServerHandle | None:
-    """The server a journal was applied to: its ``server`` record, else (journals written
-    before that record existed) ``servers/<id>.json`` beside it. A malformed record or
-    file raises ``JournalCorrupt``; None when neither exists."""
-    if journal is not None and journal.data.server is not None:
-        return ServerHandle.from_dict(journal.data.server, str(journal_path))
-    p = _handle_path(journal_path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise JournalCorrupt(
-            f"cannot read {p}: {exc.strerror or exc}",
-            hint="check its permissions, or pass the server options to `myaccel rollback`",
-        ) from exc
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise JournalCorrupt(
-            f"{p} is not valid JSON: {exc}",
-            hint="it was damaged; pass the server options (--sandbox NAME, or -S/-h/-P/-u) to "
-            "`myaccel rollback` to say which server to use",
-            context={"file": str(p)},
-        ) from exc
-    return ServerHandle.from_dict(doc, str(p))
 
 
 def preview_changes(

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from myaccel.actions.files import host_path
 from myaccel.actions.settings.base import Change, ManagedEntrySetting, Setting
 from myaccel.errors import MyaccelError
+from myaccel.rules.model import Recommendation
 
 
 def _text(raw: bytes | None) -> str:
@@ -67,3 +69,31 @@ def file_diffs(before: dict[str, str], after: dict[str, str]) -> list[dict[str, 
         for p, a in after.items()
         if a != before.get(p, "")
     ]
+
+
+def apply_document(
+    planned: list[tuple[Setting, str, Change]],
+    unchanged: list[str],
+    skipped: list[tuple[Recommendation, str]],
+    *,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """``apply --json``'s document before the apply (``files`` and ``journal`` are filled
+    in once known)."""
+    return {
+        "dry_run": dry_run,
+        "changed": bool(planned),
+        "changes": [
+            {
+                "target": s.target,
+                "current": ch.current,
+                "desired": d,
+                "takes_effect": ch.takes_effect,
+            }
+            for s, d, ch in planned
+        ],
+        "unchanged": unchanged,
+        "skipped": [{"id": r.id, "why": why} for r, why in skipped],
+        "files": [],
+        "journal": None,
+    }

@@ -1,21 +1,24 @@
-"""The steps of ``myaccel apply`` and ``rollback`` around the applier: the plan file and
-what it may be narrowed to, the server's option directory, the refusal of a second apply
-over an unfinished one, restart with automatic rollback, and the checks after rollback."""
+"""The steps of ``myaccel apply`` and ``rollback`` around the protocols (``protocol``): the
+plan file and what it may be narrowed to, the server's option directory, the refusal of a
+second apply over an unfinished one, the journal in effect."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from myaccel.actions.applier import finish_rollback, restore_recorded_files, rollback
-from myaccel.actions.crashpoint import crash_point
-from myaccel.actions.errors import ApplyError, UnfinishedJournal
+from myaccel.actions.errors import UnfinishedJournal
+from myaccel.actions.guard import check_apply
 from myaccel.actions.journal import Journal
-from myaccel.actions.plan_apply import ServerHandle, health_check
+from myaccel.actions.plan_apply import PlannedChanges, build_changes, preview_changes
 from myaccel.actions.server_files import server_option_files
+from myaccel.actions.settings import Change, Setting
+from myaccel.actions.target import ServerTarget
 from myaccel.artifacts import load
 from myaccel.errors import UsageError
+from myaccel.facts.collect import collect_facts
 from myaccel.model import Facts
+from myaccel.rules.engine import facts_digest
 from myaccel.rules.model import Plan
 
 Note = Callable[[str], None]
@@ -46,26 +49,25 @@ def check_only(plan: Plan, only: list[str] | None) -> None:
         )
 
 
-def derive_conf_dir(handle: ServerHandle, facts: Facts, note: Note) -> None:
+def derive_conf_dir(target: ServerTarget, facts: Facts, note: Note) -> ServerTarget:
     """Without --conf-dir: the directory the running server itself reads (from its
     process), or none, with the reason (restart-only knobs are then skipped)."""
-    if handle.kind == "sandbox" or handle.conf_dir is not None or handle.params is None:
-        return
+    if target.conf_dir is not None or target.params is None:
+        return target  # given, or a sandbox's own
     srv = facts.server
     pid = srv.pid.value if srv is not None and srv.pid.known else None
     if pid is None:
         why = srv.pid.unknown if srv is not None else "no server facts"
-        handle.conf_dir_reason = f"the server's option files cannot be determined ({why})"
-        return
+        return target.with_conf_dir(None, f"the server's option files cannot be determined ({why})")
     binary = srv.binary_path.value if srv is not None and srv.binary_path.known else None
     found = server_option_files(pid, binary)
     if found is None:
-        handle.conf_dir_reason = f"the command line of server pid {pid} is not readable"
-    elif found.conf_dir is None:
-        handle.conf_dir_reason = found.why_no_dir()
-    else:
-        handle.conf_dir = Path(found.conf_dir)
-        note(f"option files: {handle.conf_dir} (read by server pid {pid}: {found.source})")
+        return target.with_conf_dir(None, f"the command line of server pid {pid} is not readable")
+    if found.conf_dir is None:
+        return target.with_conf_dir(None, found.why_no_dir())
+    conf_dir = Path(found.conf_dir)
+    note(f"option files: {conf_dir} (read by server pid {pid}: {found.source})")
+    return target.with_conf_dir(conf_dir)
 
 
 def refuse_unfinished(jdir: Path) -> None:
@@ -80,33 +82,6 @@ def refuse_unfinished(jdir: Path) -> None:
         )
 
 
-def restart_and_check(
-    handle: ServerHandle, expected: dict[str, str], jpath: Path, note: Note
-) -> None:
-    """Restart on the new configuration and check it; a server that does not come back
-    healthy is rolled back, restarted on the old configuration, and an ``ApplyError``
-    says so."""
-    try:
-        handle.restart(note)
-        crash_point("health-check")
-        problems = health_check(handle, expected)
-    except Exception as exc:
-        problems = [getattr(exc, "message", str(exc))]
-    if not problems:
-        return
-    errs = handle.error_log_errors()
-    note("health check failed: " + "; ".join(problems) + (" | " + errs[-1] if errs else ""))
-    rollback(jpath, connect=handle.connector() if handle.params else None, finish=False)
-    handle.restart(note)
-    finish_rollback(jpath)
-    raise ApplyError(
-        "the server did not come back healthy with the new configuration ("
-        + "; ".join(problems)[:300]
-        + "): rolled back, it runs on the old configuration again",
-        hint=f"see the error log; the journal {jpath} records what was tried",
-    )
-
-
 def journal_in_effect(jdir: Path) -> Path:
     """The unfinished journal, else the newest one in effect."""
     active = Journal.find_unfinished(jdir) or Journal.find_active(jdir)
@@ -115,40 +90,52 @@ def journal_in_effect(jdir: Path) -> Path:
     return active[-1]
 
 
-def server_entries_pending(journal: Journal) -> bool:
-    return any(e.kind in ("mysql", "mycnf") and e.state != "reverted" for e in journal.entries)
-
-
-def bring_up(handle: ServerHandle | None, journal: Journal, note: Note) -> bool:
-    """Under the journal lock, before reverting: a server that a crash left down (or half
-    way up) is waited for, or started on its restored option files. True when started."""
-    if handle is None or handle.params is None or not server_entries_pending(journal):
-        return False
-    if handle.wait_reachable(timeout_s=60.0) or not handle.startable():
-        return False
-    note("the server is not running: restoring its option files, then starting it")
-    errors = restore_recorded_files(journal, kinds=("mycnf",))
-    if errors:
-        raise ApplyError(
-            "cannot restore the option files before starting the server: " + "; ".join(errors),
-            hint="fix the cause, then run `myaccel rollback` again",
+def prepare_apply(
+    plan: Plan,
+    target: ServerTarget,
+    note: Note,
+    *,
+    layers: list[str] | None = None,
+    only: list[str] | None = None,
+    force: bool = False,
+    partial: bool = False,
+    persist_server_variables: bool = False,
+) -> tuple[ServerTarget, PlannedChanges]:
+    """Before anything is printed, journaled or changed: the facts here against the plan's
+    (another host, server or datadir is refused unless ``force``), the server's option
+    directory, the plan's durability and ranges (``guard``), and the settings that carry
+    each recommendation. Returns the target (with its option directory) and the changes."""
+    facts = collect_facts(
+        "/", server=target.params, server_required=target.params is not None, perf_live_test=False
+    )
+    digest = facts_digest(facts)
+    if digest != plan.facts_digest and not force:
+        raise UsageError(
+            f"this plan was made for other facts (digest {plan.facts_digest}, here {digest}): "
+            "another host, server or datadir",
+            hint="make a plan here (myaccel plan --out plan.json), or pass --force",
         )
-    handle.start(note)
-    return True
+    target = derive_conf_dir(target, facts, note)
+    check_apply(plan, facts, layers=layers, only=only)  # durability and ranges
+    pc = build_changes(
+        plan,
+        target,
+        layers=layers,
+        only=only,
+        partial=partial,
+        persist_server_variables=persist_server_variables,
+    )
+    return target, pc
 
 
-def check_after_rollback(handle: ServerHandle, journal: Journal, note: Note) -> None:
-    """The server is healthy; a server value that differs from the journal's old one is
-    a warning."""
-    problems = health_check(handle, {})
-    if problems:
-        raise ApplyError(
-            "server unhealthy after rollback: " + "; ".join(problems), hint="see its error log"
-        )
-    old = {
-        e.target.removeprefix("mysql:"): e.old.value
-        for e in journal.entries
-        if e.kind == "mysql" and e.old.value is not None
-    }
-    for problem in health_check(handle, old):
-        note(f"warning: after rollback {problem}")
+def preview_apply(
+    target: ServerTarget, pc: PlannedChanges, *, create: bool
+) -> tuple[list[tuple[Setting, str, Change]], list[str], tuple[Path, ...]]:
+    """What the apply would change and what is already in place, and the directories it
+    creates first (a sandbox's own conf.d; made here when ``create``, never on a dry run)."""
+    own = target.conf_dir if target.creates_conf_dir else None
+    new_dirs = (own,) if own is not None else ()
+    if create and own is not None:
+        own.mkdir(exist_ok=True)
+    planned, unchanged = preview_changes(pc.changes, new_dirs)
+    return planned, unchanged, new_dirs

@@ -43,6 +43,7 @@ from myaccel.bench.session import (
 from myaccel.bench.workload import Workload
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.knobs.catalog import Catalog
+from myaccel.owner import ProcessOwner
 from myaccel.server.connection import ConnectParams
 from myaccel.server.option_spelling import option_file_words, option_word
 from myaccel.server.sandbox import Sandbox, ServerOptions, parse_sets
@@ -227,7 +228,7 @@ def arm_snapshots(sb: Sandbox, arms: dict[str, Arm], note: Callable[[str], None]
         snap = f"{SNAPSHOT}-arm{i}"
         sb.stop()
         sb.snapshot_restore(SNAPSHOT)
-        sb.start(arm.options(), wrapper=arm.launch)
+        sb.start(arm.options(), wrapper=arm.launch, owner=arm_owner())
         sb.stop()
         written = densify_redo(sb.datadir)
         if any(s.name == snap for s in sb.snapshot_list()):
@@ -272,7 +273,7 @@ def _interleaved_runs(
                     sb.stop()
                     if writes:
                         sb.snapshot_restore(snaps[arm_name])
-                    sb.start(arm.options(), wrapper=arm.launch)
+                    sb.start(arm.options(), wrapper=arm.launch, owner=arm_owner())
                     current = arm.key()
                     ctx.server_pid = sb.pid
                     if plan.prewarm:
@@ -310,6 +311,24 @@ def sandbox_needs_creation(name: str, *, create: bool, explicit: bool) -> bool:
             "or --sandbox with one of the existing names (myaccel sandbox list)",
         )
     return True
+
+
+def open_sandbox(
+    name: str, *, create: bool, basedir: Path | None, note: Callable[[str], None]
+) -> Sandbox:
+    """Sandbox ``name``, made with the distribution's defaults when ``create`` (see
+    ``sandbox_needs_creation``), else loaded: once per command, then passed on."""
+    if create:
+        note(f"creating sandbox '{name}' with the distribution's default configuration")
+        return Sandbox.init(name, basedir=basedir, progress=note)
+    return Sandbox.load(name)
+
+
+def arm_owner() -> ProcessOwner:
+    """This process, as the owner of an arm's configuration on the sandbox: if it is
+    killed (SIGKILL) before ``restore_base_config``, the next myaccel command puts the
+    sandbox back on its base configuration (``myaccel.cli.repair``)."""
+    return ProcessOwner.this_process("an A/B")
 
 
 def restore_base_config(sb: Sandbox, note: Callable[[str], None]) -> None:
@@ -388,10 +407,11 @@ def arm_manifests(arms: Sequence[Arm]) -> list[Path]:
     )
 
 
-def run(req: AbRequest, progress: BenchProgress) -> AbResult:
+def run(req: AbRequest, progress: BenchProgress, sandbox: Sandbox | None = None) -> AbResult:
     """The A/B of ``req``; the sandbox ends on its own configuration, whatever happens
     (an error, Ctrl-C, SIGTERM), never on a candidate's. Arms without a valid run are
-    returned as they are (see ``require_valid_arms``)."""
+    returned as they are (see ``require_valid_arms``). ``sandbox``: ``req.sandbox``
+    already made or loaded by the caller (else made or loaded here, ``req.create``)."""
     started_s = time.monotonic()
     prof = req.profile
     if prof.runs_per_arm < 3:
@@ -404,13 +424,13 @@ def run(req: AbRequest, progress: BenchProgress) -> AbResult:
         check_arm(a)
         if a.name in ("baseline", "candidate"):
             raise UsageError(f"arm name '{a.name}' is taken", hint="name extra arms otherwise")
-    if req.create:
-        progress.note(
-            f"creating sandbox '{req.sandbox}' with the distribution's default configuration"
+    sb = (
+        sandbox
+        if sandbox is not None
+        else open_sandbox(
+            req.sandbox, create=req.create, basedir=req.baseline.basedir, note=progress.note
         )
-        sb = Sandbox.init(req.sandbox, basedir=req.baseline.basedir, progress=progress.note)
-    else:
-        sb = Sandbox.load(req.sandbox)
+    )
     try:
         ctx = _measure(sb, req, progress)
     finally:
@@ -469,7 +489,7 @@ class Prepared:
     workload: Workload | None = None  # a captured workload the profile replays
 
 
-def prepare_dataset(
+def prepare_snapshot(
     sb: Sandbox,
     profile: Profile,
     baseline: Arm,
@@ -482,7 +502,7 @@ def prepare_dataset(
     captured ``workload`` needs), prepare it and save it as the ``SNAPSHOT`` snapshot that
     write workloads restore before every run."""
     sb.stop()
-    sb.start(baseline.options(), progress=note)
+    sb.start(baseline.options(), progress=note, owner=arm_owner())
     admin, bench_p = sb.connect_params(), sb.bench_params(tcp=False)
     if workload is not None:
         bench_p = admin  # the benchmark user has rights on sbtest only
@@ -505,7 +525,7 @@ def prepare_dataset(
 def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchContext:
     """Dataset, snapshot and the interleaved runs; the caller restores the sandbox."""
     h = req.harness
-    ready = prepare_dataset(
+    ready = prepare_snapshot(
         sb, req.profile, req.baseline, harness=h, workload=req.workload, note=progress.note
     )
     setup = CampaignSetup(

@@ -8,10 +8,10 @@ import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
+from myaccel import markdown
 from myaccel.artifacts import artifact
 from myaccel.bench import stats
 from myaccel.bench.run_record import RunRecord
@@ -277,17 +277,23 @@ def _pct(v: float | None) -> str:
 
 
 def format_markdown(cmp: Comparison) -> str:
-    lines = [
-        f"| workload | threads | {cmp.baseline_label} TPS | {cmp.candidate_label} TPS | gain % | 95% CI | p (Holm) | n | verdict |",
-        "|---|---:|---:|---:|---:|---|---:|---:|---|",
+    header = ["workload", "threads", f"{cmp.baseline_label} TPS", f"{cmp.candidate_label} TPS"]
+    header += ["gain %", "95% CI", "p (Holm)", "n", "verdict"]
+    rows = [
+        [
+            c.workload,
+            c.threads,
+            _f(c.baseline_tps_median),
+            _f(c.candidate_tps_median),
+            _pct(c.delta_pct),
+            "-" if c.ci_low_pct is None else f"[{c.ci_low_pct:+.1f}%, {c.ci_high_pct:+.1f}%]",
+            "-" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
+            f"{c.n_baseline}+{c.n_candidate}",
+            c.verdict,
+        ]
+        for c in cmp.cells
     ]
-    for c in cmp.cells:
-        ci = "-" if c.ci_low_pct is None else f"[{c.ci_low_pct:+.1f}%, {c.ci_high_pct:+.1f}%]"
-        p = "-" if c.p_adjusted is None else f"{c.p_adjusted:.3g}"
-        lines.append(
-            f"| {c.workload} | {c.threads} | {_f(c.baseline_tps_median)} | {_f(c.candidate_tps_median)} | "
-            f"{_pct(c.delta_pct)} | {ci} | {p} | {c.n_baseline}+{c.n_candidate} | {c.verdict} |"
-        )
+    lines = markdown.table(header, rows, "lrrrrlrrl")
     if cmp.geomean_delta_pct is not None:
         lines.append("")
         lines.append(
@@ -310,10 +316,6 @@ def format_markdown(cmp: Comparison) -> str:
     for w in cmp.warnings:
         lines.append(f"- warning: {w}")
     return "\n".join(lines) + "\n"
-
-
-def summary_dict(cmp: Comparison) -> dict[str, Any]:
-    return {c.workload + "@" + str(c.threads): c.verdict for c in cmp.cells}
 
 
 def compare_paths(baseline: Path, candidate: Path | None, *, force: bool = False) -> Comparison:

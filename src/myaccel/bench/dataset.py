@@ -10,8 +10,6 @@ from myaccel.bench.runner import ROW_BYTES, cleanup_dataset, prepare_dataset, ve
 from myaccel.errors import UsageError
 from myaccel.server.connection import ConnectParams
 
-DATASET_KINDS = ("cpu-bound", "io-bound")
-
 
 def size_dataset(prof: Profile, kind: str | None, buffer_pool_bytes: int) -> Profile:
     """Rows per table for a ``cpu-bound`` (half the buffer pool) or ``io-bound`` (4.5

@@ -96,9 +96,6 @@ class Profile:
             scale=self.scale * scale,
         )
 
-    def estimated_run_s(self) -> int:
-        return self.duration_s + self.warmup_s
-
 
 _RO, _RW, _WO, _PS = "oltp_read_only", "oltp_read_write", "oltp_write_only", "oltp_point_select"
 _POLARDB = "seeds/001 (PolarDB full-path optimization on Yitian)"

@@ -16,9 +16,10 @@ from importlib import resources
 from pathlib import Path
 
 from myaccel.artifacts import write_text
+from myaccel.bench.choices import ReplayMode
 from myaccel.bench.profiles import Profile
 from myaccel.bench.trace_gaps import timed_traces
-from myaccel.bench.workload import ReplayMode, TraceGaps, Workload, check_replayable, issued
+from myaccel.bench.workload import TraceGaps, Workload, check_replayable, issued
 from myaccel.capture import sqlguard
 from myaccel.errors import UsageError
 from myaccel.paths import myaccel_home

@@ -5,7 +5,6 @@ runs of a profile against one server, and what a command reports while they go.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -13,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from myaccel import proc
+from myaccel import artifacts, proc
 from myaccel.bench.campaign import (
     BenchContext,
     host_info,
@@ -96,10 +95,13 @@ def check_results_dir(
     idx_path = out / "campaign.json"
     if not idx_path.is_file():
         raise UsageError(f"--out '{out}' is not empty and holds no myaccel campaign", hint=hint)
-    try:
-        idx = CampaignIndex.model_validate_json(idx_path.read_text())
-    except (OSError, ValueError):
-        raise UsageError(f"--out '{out}': its campaign.json is not readable", hint=hint) from None
+    idx = artifacts.load(
+        idx_path,
+        CampaignIndex,
+        what=f"--out '{out}': its campaign.json",
+        hint=hint,
+        error=UsageError,
+    )
     if idx.kind != kind:
         raise UsageError(
             f"--out '{out}' holds a '{idx.kind}' campaign, not a '{kind}' one", hint=hint
@@ -124,7 +126,7 @@ def check_results_dir(
         digest = config_digest(variables)
         last = out / f"run-{max(numbers):03d}.json"
         try:
-            old = json.loads(last.read_text()).get("config_digest")
+            old = artifacts.read_json(last).get("config_digest")
         except (OSError, ValueError, AttributeError):
             old = None
         if old is not None and old != digest:

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import ConfigDict, Field, StringConstraints
 
 from myaccel.artifacts import artifact, load
+from myaccel.bench import choices
 from myaccel.capture import sqlguard
 from myaccel.errors import UsageError
 from myaccel.model import Strict
@@ -50,9 +51,8 @@ Note = Annotated[str, StringConstraints(max_length=10_000)]
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 StatementKind = Literal["read", "write", "transaction", "other"]
 TraceGaps = Literal["end-to-start", "start-to-start"]  # what a Statement.gap_us measures
-# how bench/ab/accelerate --workload-file and capture --check replay it (bench.replay)
-ReplayMode = Literal["mix", "sequence", "timed"]
-REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
+ReplayMode: TypeAlias = choices.ReplayMode  # also importable from here
+REPLAY_MODES = choices.REPLAY_MODES
 
 
 class Part(Strict):

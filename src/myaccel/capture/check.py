@@ -16,11 +16,12 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
+from myaccel.bench.choices import ReplayMode
 from myaccel.bench.profiles import ProfileOptions, build_profile
 from myaccel.bench.replay import captured_rate, check_pacing, replay_profile, write_replay_script
 from myaccel.bench.run_record import RunRecord
 from myaccel.bench.session import BenchRequest, BenchResult, run_bench
-from myaccel.bench.workload import ReplayMode, Workload
+from myaccel.bench.workload import Workload
 from myaccel.capture.fidelity import Fidelity, compare
 from myaccel.capture.session import CaptureRequest, Note, capture
 from myaccel.errors import MyaccelError

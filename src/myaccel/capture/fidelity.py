@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from myaccel import markdown
 from myaccel.bench.workload import StatementClass, Workload
 
 # The mix of a class matches when its shares differ by at most this many points.
@@ -115,16 +116,21 @@ def _short(text: str, width: int = 60) -> str:
 
 def format_fidelity(f: Fidelity) -> str:
     """The side-by-side table (markdown), then the totals and the verdict on the mix."""
-    lines = [
-        "| class | statement | captured % | replayed % | diff pts | p50 ms cap / rep | p95 ms cap / rep |",
-        "|---|---|---:|---:|---:|---:|---:|",
+    header = ["class", "statement", "captured %", "replayed %", "diff pts"]
+    header += ["p50 ms cap / rep", "p95 ms cap / rep"]
+    rows = [
+        [
+            r.id[:8],
+            f"`{_short(r.text)}`",
+            f"{r.captured_pct:.1f}",
+            f"{r.replayed_pct:.1f}",
+            f"{r.diff_pts:+.1f}",
+            f"{_us(r.captured_p50_us)} / {_us(r.replayed_p50_us)}",
+            f"{_us(r.captured_p95_us)} / {_us(r.replayed_p95_us)}",
+        ]
+        for r in f.rows
     ]
-    for r in f.rows:
-        lines.append(
-            f"| {r.id[:8]} | `{_short(r.text)}` | {r.captured_pct:.1f} | {r.replayed_pct:.1f} | "
-            f"{r.diff_pts:+.1f} | {_us(r.captured_p50_us)} / {_us(r.replayed_p50_us)} | "
-            f"{_us(r.captured_p95_us)} / {_us(r.replayed_p95_us)} |"
-        )
+    lines = markdown.table(header, rows, "llrrrrr")
     ratio = f.throughput_ratio
     tr = (
         "-"

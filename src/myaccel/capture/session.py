@@ -11,12 +11,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from myaccel import __version__, signals
-from myaccel.actions import apply_changes, rollback
 from myaccel.actions.journal import JournalOwner
+from myaccel.actions.protocol import apply_with_restart, rollback_with_restart
 from myaccel.actions.settings import setting_for
+from myaccel.actions.target import ServerTarget
 from myaccel.bench.trace_gaps import with_gaps
 from myaccel.bench.workload import Concurrency, Overhead, SchemaInfo, Workload
 from myaccel.capture import sqlguard
@@ -41,7 +42,7 @@ class CaptureRequest:
     source: SourceChoice = "auto"
     baseline_s: float = 3.0  # throughput measured before anything is switched on
     sample_interval_s: float = 0.25
-    journal_server: dict[str, Any] | None = None  # ServerHandle.describe(), for rollback
+    server: ServerTarget | None = None  # recorded in the journal, for `myaccel rollback`
     journal_dir: Path | None = None
 
 
@@ -216,11 +217,13 @@ def _capture_with(
     changed: list[str] = []
     try:
         with signals.shielded():
-            res = apply_changes(
+            res = apply_with_restart(
+                req.server,
                 settings,
-                req.journal_dir,
-                server=req.journal_server,
-                keep_open=True,
+                restart=False,
+                note=note,
+                journal_dir=req.journal_dir,
+                keep_open=True,  # until switched back below (or by the next command)
                 owner=JournalOwner.this_process("capture"),
             )
             journal = Path(res.journal_path) if res.journal_path else None
@@ -232,7 +235,7 @@ def _capture_with(
     finally:
         if journal is not None:
             with signals.shielded():
-                _switch_back(journal, ours, note)
+                _switch_back(req.server, journal, ours, note)
     after = _measure_qps(ours, conn, req.baseline_s) if req.baseline_s > 0 else None
     classes, traces, truncated = build_classes(win.events)
     traces, gaps = with_gaps(traces)
@@ -267,9 +270,9 @@ def _capture_with(
     return workload
 
 
-def _switch_back(journal: Path, ours: Ours, note: Note) -> None:
+def _switch_back(server: ServerTarget | None, journal: Path, ours: Ours, note: Note) -> None:
     try:
-        res = rollback(journal, connect=ours.connect)
+        res = rollback_with_restart(server, journal, restart=False, note=note, connect=ours.connect)
     except MyaccelError as exc:
         raise MyaccelError(
             f"could not switch the capture's settings back: {exc.message}",

@@ -5,19 +5,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from myaccel import signals
-from myaccel.artifacts import save
-from myaccel.bench import ab as ab_domain
-from myaccel.bench.compare import Comparison, compare_paths, format_markdown
-from myaccel.bench.session import check_results_dir
 from myaccel.cli import options
 from myaccel.cli.bench import SweepFlags, sweep_options, sweep_profile
 from myaccel.cli.common import command_line, options_into
-from myaccel.cli.output import write_output
-from myaccel.cli.progress import TerminalProgress, note
+from myaccel.cli.progress import note
+
+if TYPE_CHECKING:  # the domain (with numpy, scipy) is imported where used, not by `--help`
+    from myaccel.bench.ab import AbResult
+    from myaccel.bench.compare import Comparison
 
 
 def given_on_command_line(param: str) -> bool:
@@ -94,6 +94,9 @@ def ab(opts: AbOptions) -> None:
     after each restart. The verdict per cell comes with a 95% CI and a Holm-corrected p.
     """
     from myaccel import proc
+    from myaccel.bench import ab as ab_domain
+    from myaccel.bench.session import check_results_dir
+    from myaccel.cli.progress import TerminalProgress
 
     t0 = time.monotonic()
     with terminate_as_interrupt():
@@ -134,15 +137,18 @@ def ab(opts: AbOptions) -> None:
         render_ab(result, t0)
 
 
-def render_ab(result: ab_domain.AbResult, t0: float) -> None:
+def render_ab(result: AbResult, t0: float) -> None:
     """The comparison (comparison.md, and on stdout); exit 7 when an arm has no valid
     run; where the results are; the report; how long it took (since ``t0``)."""
+    from myaccel.bench.ab import require_valid_arms
+    from myaccel.bench.compare import format_markdown
+    from myaccel.cli.output import write_output
     from myaccel.cli.report import report_after_run
 
     out, records = result.out_dir, result.records
     write_output(out / "comparison.md", format_markdown(result.comparison))
     click.echo(format_markdown(result.comparison), nl=False)
-    ab_domain.require_valid_arms(records, out)
+    require_valid_arms(records, out)
     harness = sum(r.harness_cpu_s or 0 for r in records)
     run_wall = sum(r.wall_s for r in records) or 1
     click.echo(f"results: {out}")
@@ -153,6 +159,10 @@ def render_ab(result: ab_domain.AbResult, t0: float) -> None:
 
 
 def write_outputs(cmp: Comparison, out: Path) -> None:
+    from myaccel.artifacts import save
+    from myaccel.bench.compare import format_markdown
+    from myaccel.cli.output import write_output
+
     save(out / "comparison.json", cmp, private=True)
     write_output(out / "comparison.md", format_markdown(cmp))
 
@@ -173,6 +183,8 @@ def compare(
     baseline: str, candidate: str | None, force: bool, as_json: bool, out_dir: str | None
 ) -> None:
     """Compare runs: two result directories (A then B), or one `ab` campaign's two arms."""
+    from myaccel.bench.compare import compare_paths, format_markdown
+
     cmp = compare_paths(
         Path(baseline), Path(candidate) if candidate is not None else None, force=force
     )

@@ -6,22 +6,22 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from myaccel import accelerate as pipeline
-from myaccel.bench.ab import AbResult
-from myaccel.bench.compare import format_markdown
-from myaccel.bench.profiles import Profile, build_profile
-from myaccel.bench.session import BenchResult
-from myaccel.bench.workload import Workload
 from myaccel.cli import options
 from myaccel.cli.ab import render_ab, terminate_as_interrupt
-from myaccel.cli.bench import ProfileFlags, ReplayFlags, render_bench
+from myaccel.cli.bench import ProfileFlags, ReplayFlags
 from myaccel.cli.common import ServerOptions, command_line, options_into, resolve, server_options
 from myaccel.cli.progress import TerminalProgress, note
-from myaccel.cli.report import report_after_run
 from myaccel.errors import UsageError
+
+if TYPE_CHECKING:  # the pipeline (with numpy, scipy) is imported where used, not by `--help`
+    from myaccel import accelerate as pipeline
+    from myaccel.bench.ab import AbResult
+    from myaccel.bench.profiles import Profile
+    from myaccel.bench.workload import Workload
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +51,7 @@ class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags):
                     f"{', '.join(given)} go(es) with --build", hint="add --build, or leave them out"
                 )
             return None
+        from myaccel import accelerate as pipeline
         from myaccel.bench.profiles import get_profile
 
         get_profile(self.train)  # an unknown training profile fails before anything runs
@@ -91,10 +92,9 @@ class AccelerateProgress(TerminalProgress):
         click.confirm(question, abort=True)
         return True
 
-    def bench_done(self, result: BenchResult) -> None:
-        render_bench(result)
-
     def ab_done(self, result: AbResult) -> None:
+        from myaccel.bench.compare import format_markdown
+
         render_ab(result, result.started_s)
         for cmp in result.more.values():
             click.echo(format_markdown(cmp), nl=False)
@@ -107,6 +107,8 @@ def _replay(
 ) -> tuple[Profile, Workload | None]:
     """With --workload-file: the replay of the captured workload (sandbox mode only: its
     writes would change an existing server's data)."""
+    from myaccel import accelerate as pipeline
+
     if opts.workload_file is not None and isinstance(target, pipeline.ExistingServer):
         raise UsageError(
             "--workload-file replays captured statements, writes included: accelerate "
@@ -232,6 +234,10 @@ def accelerate(opts: AccelerateOptions) -> None:
     a window before and after; a guardrail breach rolls back (docs/existing-server.md).
     --workload-file W.json: the A/B replays a workload of `myaccel capture` (sandbox mode;
     with --allow-ddl, missing schemas are created from the DDL in the capture)."""
+    from myaccel import accelerate as pipeline
+    from myaccel.bench.profiles import build_profile
+    from myaccel.cli.report import report_after_run
+
     t0 = time.monotonic()
     with terminate_as_interrupt():
         # every check before anything is written, started or created

@@ -6,20 +6,11 @@ import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from myaccel.bench.profiles import Profile, ProfileOptions
-from myaccel.bench.run_record import RunRecord
-from myaccel.bench.session import (
-    BenchRequest,
-    BenchResult,
-    HarnessOptions,
-    local_server_pid,
-    require_valid_runs,
-    run_bench,
-)
-from myaccel.bench.workload import Workload
+from myaccel import markdown
 from myaccel.cli import options, ranges
 from myaccel.cli.common import (
     ServerOptions,
@@ -28,10 +19,14 @@ from myaccel.cli.common import (
     resolve,
     server_options,
 )
-from myaccel.cli.progress import TerminalProgress
 from myaccel.errors import UsageError
-from myaccel.model import same_named
-from myaccel.server.connection import ConnectionOptions, ConnectParams
+
+if TYPE_CHECKING:  # the domain is imported where used: `--help` loads none of it
+    from myaccel.bench.profiles import Profile, ProfileOptions
+    from myaccel.bench.run_record import RunRecord
+    from myaccel.bench.session import BenchResult, HarnessOptions
+    from myaccel.bench.workload import Workload
+    from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 
 def parse_threads(text: str | None) -> tuple[int, ...] | None:
@@ -106,6 +101,8 @@ class ProfileFlags:
     scale: float | None = None
 
     def profile_options(self) -> ProfileOptions:
+        from myaccel.bench.profiles import ProfileOptions
+
         return ProfileOptions(
             name=self.profile, runs_per_arm=self.runs, duration_s=self.time, scale=self.scale
         )
@@ -124,13 +121,14 @@ class ReplayFlags:
         ``prof`` itself without one."""
         from typing import cast
 
+        from myaccel.bench.choices import ReplayMode
         from myaccel.bench.replay import (
             captured_rate,
             check_pacing,
             replay_profile,
             write_replay_script,
         )
-        from myaccel.bench.workload import ReplayMode, load_replayable
+        from myaccel.bench.workload import load_replayable
 
         if self.workload_file is None:
             if self.paced or self.replay_mode != "mix":
@@ -164,12 +162,17 @@ class SweepFlags(ProfileFlags, ReplayFlags):
 
     def harness_options(self) -> HarnessOptions:
         """``--dataset``, ``--ps-mode``, ``--pin-client`` (checked here) and ``--cleanup``."""
+        from myaccel.bench.session import HarnessOptions
+        from myaccel.model import same_named
+
         return HarnessOptions(
             **same_named(self, ("dataset", "ps_mode", "cleanup")),
             pin_client=check_pin_client(self.pin_client),
         )
 
     def profile_options(self) -> ProfileOptions:
+        from myaccel.bench.profiles import ProfileOptions
+
         return ProfileOptions(
             name=self.profile,
             workloads=self.workload,
@@ -208,6 +211,8 @@ class BenchOptions(ServerOptions, SweepFlags):
 
 def targets(conn: ConnectionOptions) -> tuple[ConnectParams, ConnectParams, int | None]:
     """(benchmark user, admin, server pid) for a sandbox or an existing server."""
+    from myaccel.bench.session import local_server_pid
+
     if conn.sandbox is not None:
         from myaccel.server.sandbox import Sandbox
 
@@ -258,6 +263,9 @@ sweep_options = options.compose(
 @options_into(BenchOptions)
 def bench(opts: BenchOptions) -> None:
     """Run sysbench workloads and record one JSON document per run."""
+    from myaccel.bench.session import BenchRequest, run_bench
+    from myaccel.cli.progress import TerminalProgress
+
     if not opts.prepare_only:  # where the runs go: writable before the dataset is touched
         from myaccel.outdir import check_writable_dir
         from myaccel.paths import myaccel_home
@@ -294,6 +302,8 @@ def bench(opts: BenchOptions) -> None:
 
 def render_bench(result: BenchResult) -> None:
     """The runs' table on stdout; exit 7 when no run is valid; where the results are."""
+    from myaccel.bench.session import require_valid_runs
+
     click.echo(format_runs_table(result.records))
     require_valid_runs(result.records, result.out_dir)
     harness = sum(r.harness_cpu_s or 0 for r in result.records)
@@ -308,20 +318,26 @@ def format_runs_table(records: list[RunRecord]) -> str:
     cells: dict[tuple[str, int], list[RunRecord]] = {}
     for r in records:
         cells.setdefault((r.workload, r.threads), []).append(r)
-    lines = [
-        "| workload | threads | runs (valid) | median TPS | median QPS | median p95 ms | CV % |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
+    rows: list[list[object]] = []
     for (w, t), rs in cells.items():
         ok = [r.summary for r in rs if r.summary is not None and r.validity.valid]
-        if ok:
-            tps = [s.tps for s in ok]
-            cv = 100 * statistics.stdev(tps) / statistics.mean(tps) if len(tps) > 1 else 0.0
-            p95 = [s.latency_ms_p95 for s in ok if s.latency_ms_p95 is not None]
-            lines.append(
-                f"| {w} | {t} | {len(rs)} ({len(ok)}) | {statistics.median(tps):,.1f} | {statistics.median([s.qps for s in ok]):,.1f} | "
-                f"{statistics.median(p95) if p95 else float('nan'):.2f} | {cv:.1f} |"
-            )
-        else:
-            lines.append(f"| {w} | {t} | {len(rs)} (0) | - | - | - | - |")
-    return "\n".join(lines)
+        if not ok:
+            rows.append([w, t, f"{len(rs)} (0)", "-", "-", "-", "-"])
+            continue
+        tps = [s.tps for s in ok]
+        cv = 100 * statistics.stdev(tps) / statistics.mean(tps) if len(tps) > 1 else 0.0
+        p95 = [s.latency_ms_p95 for s in ok if s.latency_ms_p95 is not None]
+        rows.append(
+            [
+                w,
+                t,
+                f"{len(rs)} ({len(ok)})",
+                f"{statistics.median(tps):,.1f}",
+                f"{statistics.median([s.qps for s in ok]):,.1f}",
+                f"{statistics.median(p95) if p95 else float('nan'):.2f}",
+                f"{cv:.1f}",
+            ]
+        )
+    header = ["workload", "threads", "runs (valid)", "median TPS", "median QPS"]
+    header += ["median p95 ms", "CV %"]
+    return "\n".join(markdown.table(header, rows, "lrrrrrr"))

@@ -95,7 +95,7 @@ def _check_paths(kw: dict[str, Any]) -> None:
     """Every path of the command line, before anything is fetched, compiled or written (a
     dry run checks them too): the build directory can be created and written, the source
     fetched into $MYACCEL_HOME, ``--compare-with`` is an install tree that exists."""
-    from myaccel.build.errors import BuildOptionError
+    from myaccel.builder.errors import BuildOptionError
     from myaccel.outdir import check_writable_dir
     from myaccel.paths import myaccel_home
 
@@ -238,8 +238,8 @@ def build(**kw: Any) -> None:
     """
     import os
 
-    from myaccel.build.flags import BuildRequest, parse_opts
-    from myaccel.build.pipeline import build as run_build
+    from myaccel.builder.flags import BuildRequest, parse_opts
+    from myaccel.builder.pipeline import build as run_build
 
     train_file = _training_file(kw["train"])
     _check_paths(kw)
@@ -265,7 +265,7 @@ def build(**kw: Any) -> None:
         click.echo(json.dumps(origin, indent=2) if kw["as_json"] else f"source tree: {source}")
         return
     if kw["dry_run"]:
-        from myaccel.build.pipeline import dry_run_plan, format_plan
+        from myaccel.builder.pipeline import dry_run_plan, format_plan
 
         if source is None:  # --from-installed, not fetched yet: a dry run fetches nothing
             assert origin is not None
@@ -299,7 +299,7 @@ def build(**kw: Any) -> None:
 def _source_tree(kw: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
     """The tree to build: ``--source``, or with ``--from-installed`` the installed server's
     own version (fetched unless this is a dry run; None then until it is fetched)."""
-    from myaccel.build.errors import BuildOptionError
+    from myaccel.builder.errors import BuildOptionError
 
     if not kw["from_installed"]:
         if kw["basedir"] or kw["sandbox_name"] or kw["fetch_only"]:
@@ -314,7 +314,7 @@ def _source_tree(kw: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]
                 "to fetch the installed server's own source",
             )
         return str(kw["source"]), None
-    from myaccel.build.distsrc import describe_installed, installed_binary, resolve_source
+    from myaccel.builder.distsrc import describe_installed, installed_binary, resolve_source
     from myaccel.paths import myaccel_home
 
     binary = installed_binary(kw["basedir"], kw["sandbox_name"])
@@ -384,16 +384,16 @@ def format_summary(m: dict[str, Any], wall_s: float) -> str:
 def verify_build(binary: str, manifest_path: str | None, as_json: bool, smoke: bool) -> None:
     """Check a built server binary: profile use, no instrumentation left, LTO, atomics class,
     relocations and BOLT, text alignment, cache line. Exit 6 when a check fails."""
-    from myaccel.build.errors import VerifyFailed
-    from myaccel.build.manifest import load_manifest
-    from myaccel.build.verify import require_server, run_checks
+    from myaccel.builder.errors import VerifyFailed
+    from myaccel.builder.manifest import load_manifest
+    from myaccel.builder.verify import require_server, run_checks
 
     man = load_manifest(Path(manifest_path)) if manifest_path else None
     facts, checks = run_checks(Path(binary), man)  # a missing, non-ELF, damaged file: refused
     require_server(Path(binary), man)  # /bin/true is an ELF file, not a server
     smoked = None
     if smoke:
-        from myaccel.build.smoke import smoke_binary
+        from myaccel.builder.smoke import smoke_binary
         from myaccel.paths import myaccel_home
 
         smoked = smoke_binary(

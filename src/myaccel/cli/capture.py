@@ -6,15 +6,20 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from myaccel import markdown
 from myaccel.artifacts import save
 from myaccel.bench.workload import REPLAY_MODES, Workload
 from myaccel.cli import options
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.paths import myaccel_home
+
+if TYPE_CHECKING:
+    from myaccel.actions.target import ServerTarget
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +108,7 @@ def capture(opts: CaptureOptions) -> None:
         redact=opts.redact,
         source=opts.source,  # type: ignore[arg-type]
         baseline_s=opts.baseline,
-        journal_server=_journal_server(opts),
+        server=_journal_server(opts),
     )
     out = Path(opts.out) if opts.out else _default_out()
     if opts.out:  # its directory exists and is writable: checked before anything is captured
@@ -140,13 +145,13 @@ def capture(opts: CaptureOptions) -> None:
     click.echo(f"workload: {out}")
 
 
-def _journal_server(opts: CaptureOptions) -> dict[str, object]:
-    """How `myaccel rollback` reaches the server after a crash (never a password)."""
-    from myaccel.actions.plan_apply import ServerHandle, sandbox_handle
+def _journal_server(opts: CaptureOptions) -> ServerTarget:
+    """The server the journal records: how `myaccel rollback` reaches it after a crash."""
+    from myaccel.actions.target import sandbox_target, server_target
 
     if opts.conn.sandbox is not None:
-        return sandbox_handle(opts.conn.sandbox).describe()
-    return ServerHandle(kind="none", params=resolve(opts.conn), conf_dir=None).describe()
+        return sandbox_target(opts.conn.sandbox)
+    return server_target(resolve(opts.conn))  # one myaccel does not restart
 
 
 def _default_out() -> Path:
@@ -177,21 +182,17 @@ def format_workload(w: Workload, top: int = 12) -> str:
         )
     if w.settings_changed:
         lines.append(f"switched on and back: {', '.join(w.settings_changed)}")
-    lines += [
-        "",
-        "| class | kind | count | share % | p50 ms | p95 ms | statement |",
-        "|---|---|---:|---:|---:|---:|---|",
-    ]
+    rows = []
     for k in w.classes[:top]:
         lat = k.latency
         p50 = "-" if lat is None else f"{lat.p50_us / 1000:.2f}"
         p95 = "-" if lat is None else f"{lat.p95_us / 1000:.2f}"
         text = k.text if len(k.text) <= 70 else k.text[:67] + "..."
         flag = "" if k.replayable else " (not replayed)"
-        lines.append(
-            f"| {k.id[:8]} | {k.kind} | {k.count:,} | {k.share_pct:.1f} | {p50} | {p95} | "
-            f"`{text}`{flag} |"
-        )
+        statement = f"`{text}`{flag}"
+        rows.append([k.id[:8], k.kind, f"{k.count:,}", f"{k.share_pct:.1f}", p50, p95, statement])
+    header = ["class", "kind", "count", "share %", "p50 ms", "p95 ms", "statement"]
+    lines += ["", *markdown.table(header, rows, "llrrrrl")]
     if len(w.classes) > top:
         lines.append(f"... and {len(w.classes) - top} more classes")
     lines += [f"note: {n}" for n in w.notes]

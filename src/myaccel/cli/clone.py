@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
 
 from myaccel.cli import ranges
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
-from myaccel.clone import CloneRequest, CloneResult, make_clone
-from myaccel.clone.generate import Cap
 from myaccel.errors import UsageError
 from myaccel.facts.sysroot import parse_cpu_list
 from myaccel.server.sandbox.layout import validate_name
 from myaccel.units import SizeSyntaxError, format_bytes, parse_size
+
+if TYPE_CHECKING:  # the clone machinery is imported where used: `--help` loads none of it
+    from myaccel.clone import CloneResult
+    from myaccel.clone.generate import Cap
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +35,8 @@ class CloneOptions(ServerOptions):
 
 
 def _cap(text: str | None) -> Cap:
+    from myaccel.clone.generate import Cap
+
     if text is None:
         return Cap()
     try:
@@ -137,6 +142,8 @@ def clone(opts: CloneOptions) -> None:
     source is never written to, except the clone plugin installed for the copy and
     uninstalled after it when it was not loaded. Remove with `myaccel sandbox destroy`.
     """
+    from myaccel.clone import CloneRequest, make_clone
+
     validate_name(opts.name)
     cpus = _cpus(opts.cpus)
     if opts.generate_max is not None and not opts.schema_only:

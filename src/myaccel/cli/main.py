@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from pydantic import ValidationError
 
 from myaccel import __version__, signals
 from myaccel.errors import ExitCode, Interrupted, MyaccelError, validation_summary
@@ -41,6 +40,35 @@ COMMANDS = {
     "fleet-report": "myaccel.cli.fleet:fleet_report",
 }
 
+# `myaccel --help` lists the commands from this table without importing them: each is the
+# first line of the command's own docstring (tests/unit/test_cli_help.py keeps them equal).
+SUMMARIES = {
+    "probe": "Collect facts about the machine, the server and its binary.",
+    "sandbox": "Private MariaDB/MySQL servers for benchmarks and experiments.",
+    "bench": "Run sysbench workloads and record one JSON document per run.",
+    "ab": "Compare two configurations (or builds) on a sandbox with interleaved runs.",
+    "compare": "Compare runs: two result directories (A then B), or one `ab` campaign's two arms.",
+    "plan": "Turn facts into a layered plan: what to change, why, how sure, how to verify.",
+    "explain": "Explain a rule: what it does, why, and its source.",
+    "accelerate": "Probe, benchmark the defaults, plan, apply the plan's server layer, "
+    "benchmark again",
+    "apply": "Apply a plan with a journal written before every change; restart and health-check",
+    "rollback": "Undo an apply, newest change first, byte for byte; completes an unfinished one",
+    "verify": "What has drifted since apply (a reboot, a restart, a hand edit).",
+    "build": "Build a server from source with verified optimizations.",
+    "verify-build": "Check a built server binary: profile use, no instrumentation left, LTO, "
+    "atomics class,",
+    "report": "Build one self-contained report.html (plots, styles, script inside) and a",
+    "profile": "Sample a running server with perf: flame graph, top-N tables, per-CPU load, "
+    "findings.",
+    "diagnose": "Findings from a profile: evidence -> likely cause -> plan rules raised or "
+    "lowered.",
+    "clone": "Make a sandbox that reproduces a running server, without stopping it.",
+    "capture": "Record the server's statements for a bounded window into a workload file.",
+    "tune": "Search server knobs past the rules' plan on a sandbox (Bayesian optimization).",
+    "fleet-report": "Write fleet-report.md and fleet-report.html from the per-host artifacts the",
+}
+
 
 class ErrorBoundaryGroup(click.Group):
     """Render every failure as one ``error:`` line and one ``hint:`` line with an exit
@@ -55,6 +83,29 @@ class ErrorBoundaryGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *super().list_commands(ctx)})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands with their summaries from ``SUMMARIES``: none is imported. A
+        summary is shortened by click's own rule (``get_short_help_str``), so the listing
+        reads as if every command had been loaded (at click's widths, up to 80 columns);
+        a command missing from the table (added with ``add_command``) is loaded."""
+        rows: list[tuple[str, str]] = []
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names), default=0)
+        for name in names:
+            summary = SUMMARIES.get(name)
+            cmd = click.Command(name, help=summary) if summary else self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        if not ctx.resilient_parsing:
+            _help_before_callback(self, ctx, [*ctx._protected_args, *ctx.args])
+        return rest
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -99,6 +150,28 @@ class ErrorBoundaryGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else ExitCode.OK)
 
 
+def _help_before_callback(group: click.Group, ctx: click.Context, args: list[str]) -> None:
+    """``myaccel CMD [SUB] ... --help``: print the command's help and exit before the group's
+    callback runs. Help changes nothing and reaches no server, so it skips the repair of
+    orphaned journals (``cli``) and answers in a fraction of a second. The command's own
+    parser decides, as it would have afterwards: when ``--help`` turns out to be the value
+    of an option, or a nested group's subcommand is named, the normal path follows."""
+    tokens = args[: args.index("--")] if "--" in args else args
+    if "--help" not in tokens[1:]:
+        return
+    parent, rest = ctx, list(args)
+    while True:
+        name, cmd, rest = group.resolve_command(parent, rest)
+        if name is None or cmd is None:
+            return
+        sub_ctx = cmd.make_context(name, rest, parent=parent)  # --help: prints, raises Exit
+        if not isinstance(cmd, click.Group):
+            return
+        group, parent, rest = cmd, sub_ctx, [*sub_ctx._protected_args, *sub_ctx.args]
+        if not rest:
+            return
+
+
 def _say(kind: str, text: str) -> None:
     line = " ".join(str(text).split()) if text else ""
     click.echo(f"{kind}: {line}", err=True)
@@ -138,13 +211,16 @@ def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
         return _click_error(exc)
     if isinstance(exc, OSError):
         return _os_error(exc)
-    if isinstance(exc, ValidationError):
-        return (
-            f"invalid {exc.title} document: {validation_summary(exc)}",
-            "the file was edited, damaged or written by another version of myaccel; "
-            "write it again with this version (--debug shows which file)",
-            ExitCode.DATA_ERROR,
-        )
+    if "pydantic" in sys.modules:  # else no pydantic error can have been raised
+        from pydantic import ValidationError  # imported here: `myaccel --help` does without
+
+        if isinstance(exc, ValidationError):
+            return (
+                f"invalid {exc.title} document: {validation_summary(exc)}",
+                "the file was edited, damaged or written by another version of myaccel; "
+                "write it again with this version (--debug shows which file)",
+                ExitCode.DATA_ERROR,
+            )
     if isinstance(exc, json.JSONDecodeError):
         return (
             f"a file is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",

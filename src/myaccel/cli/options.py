@@ -9,8 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from myaccel.bench.dataset import DATASET_KINDS
-from myaccel.bench.workload import REPLAY_MODES
+from myaccel.bench.choices import DATASET_KINDS, REPLAY_MODES
 from myaccel.cli import ranges
 
 F = TypeVar("F", bound=Callable[..., Any])

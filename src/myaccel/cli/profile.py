@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,16 +14,17 @@ from myaccel.cli import options, ranges
 from myaccel.cli.common import ServerOptions, command_line, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
-from myaccel.profile.folded import format_top
-from myaccel.profile.hints import find_profile
-from myaccel.profile.records import Finding, Profile, load_profile
-from myaccel.profile.workload import Target, WorkloadChoice
-from myaccel.server.connection import ConnectionOptions
+
+if TYPE_CHECKING:  # the domain is imported where used: `--help` loads none of it
+    from myaccel.profile.records import Finding, Profile
+    from myaccel.profile.workload import Target
+    from myaccel.server.connection import ConnectionOptions
 
 
 def resolve_target(pid: int | None, conn: ConnectionOptions) -> Target:
     """The process to sample and the connections to read it through."""
     from myaccel.profile.record import check_server_pid
+    from myaccel.profile.workload import Target
 
     if pid is not None and conn.sandbox is not None:
         raise UsageError(
@@ -77,6 +79,7 @@ def resolve_target(pid: int | None, conn: ConnectionOptions) -> Target:
 def format_profile(profile: Profile, *, top: int = 20) -> str:
     """The plain-text report: where it is, the top-N tables, CPU, findings."""
     from myaccel.profile.diagnose import format_findings
+    from myaccel.profile.folded import format_top
 
     r = profile.recording
     lines = [
@@ -216,6 +219,7 @@ def profile(opts: ProfileCommandOptions) -> None:
     """Sample a running server with perf: flame graph, top-N tables, per-CPU load, findings."""
     from myaccel.profile.record import validate_options
     from myaccel.profile.session import ProfileRequest, run_profile
+    from myaccel.profile.workload import WorkloadChoice
 
     validate_options(float(opts.duration), int(opts.frequency))
     target = resolve_target(opts.pid, opts.conn)
@@ -274,6 +278,8 @@ def diagnose(profile_path: str | None, facts_file: str | None, as_json: bool) ->
     """Findings from a profile: evidence -> likely cause -> plan rules raised or lowered."""
     from myaccel.profile.diagnose import diagnose as run_diagnose
     from myaccel.profile.diagnose import format_findings
+    from myaccel.profile.hints import find_profile
+    from myaccel.profile.records import load_profile
 
     path = find_profile(profile_path)
     prof = load_profile(path)

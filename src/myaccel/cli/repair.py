@@ -1,176 +1,88 @@
-"""Before each command: undo the server switches a killed command left behind.
+"""Before each command: is there anything a killed command left behind?
 
-``myaccel.actions.orphans`` finds the open journals whose owner process is gone (a
-``capture`` killed by SIGKILL while the general log was on). Each is rolled back, at the
-latest by the next command that reaches that server:
-
-1. when a command starts (``repair_orphans``): with the server recorded in the journal and
-   the password from ``MYSQL_PWD`` or ``~/.my.cnf`` (a sandbox needs none);
-2. one that could not be reached that way (the password was given with ``-p``) waits until
-   the command resolves its own server options (``repair_with``): if they name the same
-   server (socket, or host and port), the repair uses them;
-3. what is still not undone when the command ends is one ``warning:`` line naming the
-   ``myaccel rollback --journal ...`` command that finishes it (``warn_unrepaired``).
-
-Clones left half-made by a killed ``myaccel clone`` are removed at the same moment.
-The command the user asked for runs either way.
+Asked by every command (``myaccel.cli.main``), so it imports only the standard library:
+it reads the journals, the sandboxes' ``state.json`` and the half-made-clone markers as
+plain JSON and asks ``/proc`` whether their owners still run. Only when something was
+left (a journal whose owner is gone, a sandbox left on an arm's configuration, a
+half-made clone) does it load ``myaccel.cli.repair_work``, which undoes it; a command
+with nothing to repair pays a few file reads.
 """
 
 from __future__ import annotations
 
-import os
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import Any
 
-from myaccel.actions import rollback
-from myaccel.actions.journal import Journal, journals_dir
-from myaccel.actions.orphans import find_orphans
-from myaccel.errors import MyaccelError
 from myaccel.paths import myaccel_home
-from myaccel.server.connection import ConnectionOptions, ConnectParams, connect
+from myaccel.proclife import still_runs
 
 Note = Callable[[str], None]
 CLONE_MARKER = "clone-incomplete.json"  # myaccel.clone.incomplete.MARKER, without its imports
+_UNFINISHED = ("open", "failed")  # myaccel.actions.journal.UNFINISHED
 
 
-@dataclass
-class _Pending:
-    note: Note | None = None
-    journals: list[Journal] = field(default_factory=list)
-    failures: dict[str, str] = field(default_factory=dict)  # journal path -> last error
-    busy: bool = False  # a repair resolves server options itself: no repair inside it
+class _Engaged:
+    on = False
 
 
-_pending = _Pending()
+def _read(path: Any) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _gone(owner: Any) -> bool:
+    """A recorded owner (``ProcessOwner`` as JSON) that no longer runs."""
+    if not isinstance(owner, dict):
+        return False
+    try:
+        return not still_runs(int(owner["pid"]), str(owner["started"]), str(owner["boot_id"]))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def anything_left() -> bool:
+    """Whether a killed command left something for the next command to undo."""
+    home = myaccel_home()
+    try:
+        if any((home / "sandboxes").glob(f"*/{CLONE_MARKER}")):
+            return True
+        for state in (home / "sandboxes").glob("*/state.json"):
+            doc = _read(state)
+            if isinstance(doc, dict) and _gone((doc.get("active_config") or {}).get("owner")):
+                return True
+        for journal in (home / "journals").glob("*.json"):
+            doc = _read(journal)
+            unfinished = isinstance(doc, dict) and doc.get("status") in _UNFINISHED
+            if unfinished and _gone(doc.get("owner")):
+                return True
+    except OSError:
+        return False
+    return False
 
 
 def repair_orphans(note: Note) -> None:
-    """Roll back every orphaned journal that its recorded server allows (step 1)."""
-    _pending.note, _pending.journals, _pending.failures = note, [], {}
-    _remove_abandoned_clones(note)
-    try:
-        orphans = find_orphans(journals_dir())
-    except OSError:
-        return  # an unreadable home is the command's own error to report
-    _pending.busy = True
-    try:
-        _repair_all(orphans)
-    finally:
-        _pending.busy = False
+    """At a command's start: undo what killed commands left (``repair_work``)."""
+    _Engaged.on = anything_left()
+    if _Engaged.on:
+        from myaccel.cli import repair_work
+
+        repair_work.repair_orphans(note)
 
 
-def _repair_all(orphans: list[Journal]) -> None:
-    for journal in orphans:
-        try:
-            params = _recorded_params(journal)
-        except (MyaccelError, OSError) as exc:
-            _pending.failures[str(journal.path)] = str(exc)
-            _pending.journals.append(journal)
-            continue
-        if not _try(journal, params):
-            _pending.journals.append(journal)
+def repair_with(params: Any) -> None:
+    """Once the command has its server options: retry with them (``repair_work``)."""
+    if _Engaged.on:
+        from myaccel.cli import repair_work
 
-
-def _remove_abandoned_clones(note: Note) -> None:
-    """Clones whose maker was killed while making them (``myaccel.clone.incomplete``):
-    removed with what they left running, so no half-made clone is listed as a sandbox.
-    The marker is looked for first: most commands pay one directory listing."""
-    root = myaccel_home() / "sandboxes"
-    try:
-        if not any(root.glob(f"*/{CLONE_MARKER}")):
-            return
-    except OSError:
-        return
-    from myaccel.clone.incomplete import remove_abandoned
-
-    remove_abandoned(None, note)
-
-
-def repair_with(params: ConnectParams) -> None:
-    """Step 2: the command's own server options, for the orphans of that same server."""
-    if _pending.busy or not _pending.journals:
-        return
-    _pending.busy = True
-    try:
-        _repair_with(params)
-    finally:
-        _pending.busy = False
-
-
-def _repair_with(params: ConnectParams) -> None:
-    for journal in list(_pending.journals):
-        try:
-            recorded = _recorded_params(journal)
-        except (MyaccelError, OSError):
-            continue
-        if recorded is not None and _same_server(recorded, params) and _try(journal, params):
-            _pending.journals.remove(journal)
+        repair_work.repair_with(params)
 
 
 def warn_unrepaired() -> None:
-    """Step 3: one warning per journal still not undone."""
-    note = _pending.note
-    for journal in _pending.journals:
-        if note is not None:
-            why = _pending.failures.get(str(journal.path), "no server connection")
-            note(
-                f"warning: {_who(journal)} was killed and left {_targets(journal)} switched on "
-                f"(journal {journal.path.name}); undoing it failed: {why}. Finish it with: "
-                f"myaccel rollback --journal {journal.path} (with the server options and "
-                "password)"
-            )
-    _pending.journals = []
+    """At the command's end: one warning per thing still not undone (``repair_work``)."""
+    if _Engaged.on:
+        from myaccel.cli import repair_work
 
-
-def _recorded_params(journal: Journal) -> ConnectParams | None:
-    """The server recorded in the journal, with the password from MYSQL_PWD or
-    ~/.my.cnf; None when the journal records none (its changes need no server)."""
-    from myaccel.cli.apply import _rollback_handle
-
-    handle = _rollback_handle(journal.path, journal, ConnectionOptions())
-    return handle.params if handle is not None else None
-
-
-def _same_server(a: ConnectParams, b: ConnectParams) -> bool:
-    if a.socket and b.socket:
-        return os.path.realpath(a.socket) == os.path.realpath(b.socket)
-    local = {None, "localhost", "127.0.0.1", "::1"}
-    same_host = a.host == b.host or (a.host in local and b.host in local)
-    return not a.socket and not b.socket and same_host and a.port == b.port
-
-
-def _reachable(journal: Journal, params: ConnectParams) -> bool:
-    """Log in once before rolling back: a repair that cannot log in (the password was
-    given with -p to the killed command) waits for step 2 instead of failing its entries."""
-    try:
-        connect(params).close()
-    except (MyaccelError, OSError) as exc:
-        _pending.failures[str(journal.path)] = str(exc)
-        return False
-    return True
-
-
-def _try(journal: Journal, params: ConnectParams | None) -> bool:
-    if params is not None and not _reachable(journal, params):
-        return False
-    try:
-        res = rollback(journal.path, connect=None if params is None else lambda: connect(params))
-    except (MyaccelError, OSError) as exc:
-        _pending.failures[str(journal.path)] = str(exc)
-        return False
-    if _pending.note is not None:
-        _pending.note(
-            f"note: {_who(journal)} was killed and left {_targets(journal)} switched on; "
-            f"switched back ({', '.join(res.reverted) or 'already back'}; journal "
-            f"{journal.path.name})"
-        )
-    return True
-
-
-def _who(journal: Journal) -> str:
-    owner = journal.data.owner
-    return f"`myaccel {owner.command}` (pid {owner.pid})" if owner else "a command"
-
-
-def _targets(journal: Journal) -> str:
-    return ", ".join(dict.fromkeys(e.target for e in journal.entries)) or "nothing"
+        repair_work.warn_unrepaired()

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,7 +17,9 @@ from myaccel.cli.bench import SweepFlags, check_pin_client
 from myaccel.cli.common import F, command_line, measure_storage, options_into
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import TerminalProgress, note
-from myaccel.tune.result import TrialRow
+
+if TYPE_CHECKING:
+    from myaccel.tune.result import TrialRow
 
 
 @dataclass(frozen=True, kw_only=True)

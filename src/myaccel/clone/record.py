@@ -129,9 +129,6 @@ class CloneRecord(Strict):
     def step(self, name: str, state: StepState, detail: str = "") -> None:
         self.steps.append(Step(name=name, state=state, at=now_iso(), detail=detail))
 
-    def reason_for(self, variable: str) -> str | None:
-        return next((r.reason for r in self.rewritten if r.variable == variable), None)
-
 
 def save_record(sandbox_dir: Path, record: CloneRecord) -> Path:
     path = sandbox_dir / RECORD_FILE

@@ -6,7 +6,6 @@ symlinks re-created as symlinks so that device resolution works inside the copy.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from myaccel.errors import UsageError
@@ -97,7 +96,3 @@ def tracing_sysroot() -> Sysroot:
     sr = Sysroot("/")
     sr.trace = []
     return sr
-
-
-def remove_tree(path: str | Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

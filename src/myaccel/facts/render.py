@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from myaccel import markdown
 from myaccel.model import BinaryFacts, CpuFacts, Fact, Facts, NetworkFacts, ServerFacts
 from myaccel.units import format_bytes as human_bytes
 
@@ -295,9 +296,7 @@ def format_markdown(facts: Facts) -> str:
         f"Collected {facts.collected_at}.",
     ]
     for title, rows in sections(facts):
-        lines += ["", f"## {title}", "", "| fact | value |", "|---|---|"]
-        for k, v in rows:
-            lines.append(f"| {k} | {v.replace('|', '/')} |")
+        lines += ["", f"## {title}", "", *markdown.table(["fact", "value"], rows)]
     for w in facts.warnings:
         lines += ["", f"> warning: {w}"]
     return "\n".join(lines) + "\n"

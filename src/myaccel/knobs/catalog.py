@@ -34,15 +34,12 @@ file, lookups, ``for_server``); the names stay importable from here.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
 
-from pydantic import ValidationError
-
+from myaccel import artifacts
 from myaccel.errors import UsageError
 from myaccel.knobs.formula import MACHINE_NAMES, FormulaError
 from myaccel.knobs.history import (
@@ -107,21 +104,14 @@ class Catalog:
 
     @classmethod
     def _load(cls, path: Path) -> Catalog:
-        try:
-            raw: Any = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CatalogError(
-                f"cannot read the knob catalog {path}: {exc}",
-                hint="reinstall myaccel; the file ships with the package",
-            ) from exc
-        try:
-            data = CatalogData.model_validate(raw)
-        except ValidationError as exc:
-            raise CatalogError(
-                f"knob catalog {path} is invalid: {exc.error_count()} errors, first: "
-                f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}",
-                hint="this is a bug in myaccel's data; run the knob catalog tests",
-            ) from exc
+        data = artifacts.load(
+            path,
+            CatalogData,
+            what="knob catalog",
+            hint="this is a bug in myaccel's data; run the knob catalog tests",
+            error=CatalogError,
+            missing_hint="reinstall myaccel; the file ships with the package",
+        )
         return cls(data, path)
 
     def _check(self) -> None:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from myaccel.knobs.model import (
+    FLAVOR_HISTORIES,
     FLAVOR_LABELS,
-    LAYERS,
     AutoSpec,
     Change,
     KnobSpec,
@@ -63,7 +63,7 @@ def min_since(change: Change) -> Version:
 
 def resolve_history(spec: KnobSpec, flavor: str, v: Version, source: str) -> ResolvedKnob:
     """The knob as the changes of its history up to ``v`` leave it on ``flavor``."""
-    layers = LAYERS[flavor]
+    layers = FLAVOR_HISTORIES[flavor]
     applicable: list[tuple[Version, int, int, Change]] = []
     upcoming: list[Version] = []
     for li, layer in enumerate(layers):

@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from myaccel.artifacts import artifact
 from myaccel.errors import MyaccelError, UsageError
 from myaccel.knobs.formula import Formula, compile_formula
 from myaccel.knobs.values import KnobValue
@@ -28,8 +29,9 @@ CATALOG_SCHEMA = "myaccel.knobs/1"
 DATA_PATH = Path(__file__).parent / "data" / "knobs.json"
 FLAVORS = ("mysql", "mariadb", "percona")
 FLAVOR_LABELS = {"mysql": "MySQL", "mariadb": "MariaDB", "percona": "Percona Server"}
-# Percona Server inherits MySQL's history and adds its own changes on top.
-LAYERS: Mapping[str, tuple[str, ...]] = {
+# Whose histories a flavor's knobs follow, in order: Percona Server inherits MySQL's history
+# and adds its own changes on top. (A plan's layers are ``rules.model.LAYERS``.)
+FLAVOR_HISTORIES: Mapping[str, tuple[str, ...]] = {
     "mysql": ("mysql",),
     "mariadb": ("mariadb",),
     "percona": ("mysql", "percona"),
@@ -124,8 +126,9 @@ class GroupSpec(Frozen):
     sources: dict[str, str]
 
 
+@artifact(CATALOG_SCHEMA)
 class CatalogData(Frozen):
-    schema_version: str
+    schema_version: str = CATALOG_SCHEMA
     known_series: dict[str, list[str]]  # flavor -> series ("8.0", "9" = every 9.x)
     doc_series: dict[str, dict[str, str]]  # flavor -> series -> manual version in URLs
     groups: list[GroupSpec]
@@ -133,8 +136,6 @@ class CatalogData(Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> CatalogData:
-        if self.schema_version != CATALOG_SCHEMA:
-            raise ValueError(f"schema_version {self.schema_version!r} != {CATALOG_SCHEMA!r}")
         for mapping in (self.known_series, self.doc_series):
             bad = set(mapping) - set(FLAVORS)
             if bad:

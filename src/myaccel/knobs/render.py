@@ -3,6 +3,7 @@ the catalog knows nothing of its documentation."""
 
 from __future__ import annotations
 
+from myaccel import markdown
 from myaccel.knobs.catalog import Catalog
 from myaccel.knobs.history import series_label
 from myaccel.knobs.model import FLAVOR_LABELS, DefaultNotComputable, KnobSpec, ResolvedKnob
@@ -88,7 +89,7 @@ def _cell(srv: ServerKnobs, k: ResolvedKnob) -> str:
         text += "*"
     if k.deprecated:
         text += " (dep.)"
-    return text.replace("|", "\\|")
+    return text
 
 
 def _latest(series: str) -> str:
@@ -168,27 +169,29 @@ def render_markdown(catalog: Catalog | None = None) -> str:
     out: list[str] = [HEADER]
     out.append("## Coverage\n")
     out.append(f"{len(catalog)} knobs in {len(catalog.groups)} groups.\n")
-    out.append("| server | knobs that exist | removed there |")
-    out.append("|---|---|---|")
-    for label, srv in cols:
-        present = len(srv.knobs())
-        removed = sum(1 for s in catalog.specs if srv.knob(s.name).removed)
-        out.append(f"| {label} | {present} | {removed} |")
+    coverage: list[list[object]] = [
+        [label, len(srv.knobs()), sum(1 for s in catalog.specs if srv.knob(s.name).removed)]
+        for label, srv in cols
+    ]
     for series in catalog.known_series("percona"):
         srv = catalog.for_server("percona", f"{series}.999")
-        out.append(f"| {FLAVOR_LABELS['percona']} {series} | {len(srv.knobs())} | — |")
+        coverage.append([f"{FLAVOR_LABELS['percona']} {series}", len(srv.knobs()), "—"])
+    out += markdown.table(["server", "knobs that exist", "removed there"], coverage)
     out.append("")
     for group in catalog.groups:
         specs = [s for s in catalog.specs if s.group == group.id]
         if not specs:
             continue
         out.append(f"## {group.title}\n")
-        out.append("| knob | type | " + " | ".join(label for label, _ in cols) + " |")
-        out.append("|---|---|" + "---|" * len(cols))
-        for spec in specs:
-            kind = spec.type + (f" ({spec.unit})" if spec.unit else "")
-            cells = [_cell(srv, srv.knob(spec.name)) for _, srv in cols]
-            out.append(f"| `{spec.name}` | {kind} | " + " | ".join(cells) + " |")
+        rows = [
+            [
+                f"`{spec.name}`",
+                spec.type + (f" ({spec.unit})" if spec.unit else ""),
+                *(_cell(srv, srv.knob(spec.name)) for _, srv in cols),
+            ]
+            for spec in specs
+        ]
+        out += markdown.table(["knob", "type", *(label for label, _ in cols)], rows)
         out.append("")
         for spec in specs:
             out.append(f"### `{spec.name}`\n")

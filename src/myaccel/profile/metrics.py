@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
+from myaccel import markdown
 from myaccel.model import Frozen
 from myaccel.profile.perfstat import PerfStatResult, counts_mapping
 
@@ -411,16 +412,6 @@ def metric_set(family: str) -> tuple[MetricDef, ...]:
     return ARM_COMMON
 
 
-def required_events(family: str) -> list[str]:
-    """Every event some formula of the family reads (first alternative first)."""
-    seen: dict[str, None] = {}
-    for d in metric_set(family):
-        for names in d.inputs:
-            for n in names:
-                seen.setdefault(n, None)
-    return list(seen)
-
-
 # ---------------------------------------------------------------- computing
 
 
@@ -582,19 +573,15 @@ def _as_table(
 
 def format_normalized(rows: Sequence[NormalizedRow]) -> str:
     """A markdown table: metric, before, after, after as % of before (baseline 100%)."""
-    lines = [
-        "| metric | unit | before | after | after (before = 100%) |",
-        "|---|---|---:|---:|---:|",
-    ]
 
     def num(x: float | None) -> str:
         return "-" if x is None else f"{x:.4g}"
 
-    for r in rows:
-        pct = (
-            f"{r.after_pct_of_before:.1f}%"
-            if r.after_pct_of_before is not None
-            else (r.note or "-")
-        )
-        lines.append(f"| {r.name} | {r.unit} | {num(r.before)} | {num(r.after)} | {pct} |")
-    return "\n".join(lines) + "\n"
+    def pct(r: NormalizedRow) -> str:
+        if r.after_pct_of_before is not None:
+            return f"{r.after_pct_of_before:.1f}%"
+        return r.note or "-"
+
+    header = ["metric", "unit", "before", "after", "after (before = 100%)"]
+    cells = [[r.name, r.unit, num(r.before), num(r.after), pct(r)] for r in rows]
+    return "\n".join(markdown.table(header, cells, "llrrr")) + "\n"

@@ -217,14 +217,6 @@ class Finding(Frozen):
     rules: list[RuleEffect] = Field(default_factory=list)
     confirm: str  # how a human confirms (and later verifies the fix)
 
-    @property
-    def raises(self) -> list[str]:
-        return [r.rule for r in self.rules if r.direction == "raise"]
-
-    @property
-    def lowers(self) -> list[str]:
-        return [r.rule for r in self.rules if r.direction == "lower"]
-
 
 # ---------------------------------------------------------------- the artifact
 

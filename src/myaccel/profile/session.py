@@ -67,7 +67,7 @@ def run_simulation(
     """``--simulate``: the valgrind fallback (``myaccel.profile.simulate``) on the same
     sandbox after the recording, with the workload's first sysbench workload and dataset.
     It restarts the sandbox's server under valgrind and back, so it runs last."""
-    from myaccel.profile.simulate import simulate
+    from myaccel.profile.simulate import SimulationRequest, simulate
     from myaccel.server.sandbox import Sandbox
 
     check_simulate(target)
@@ -81,7 +81,9 @@ def run_simulation(
             "table_size": first.table_size,
         }
     note("simulating with valgrind (the sandbox restarts under valgrind, then as before)")
-    return simulate(Sandbox.load(target.sandbox), out_dir=out_dir, progress=note, **kwargs)
+    return simulate(
+        Sandbox.load(target.sandbox), SimulationRequest(out_dir=out_dir, **kwargs), note
+    )
 
 
 def run_profile(req: ProfileRequest, note: Note) -> ProfileRun:

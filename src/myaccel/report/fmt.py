@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from myaccel import markdown
+
 
 def _bad(v: float | None) -> bool:
     return v is None or (isinstance(v, float) and not math.isfinite(v))
@@ -45,6 +47,8 @@ def share(v: float | None) -> str:
 
 
 def md_cell(text: object) -> str:
-    """Text safe inside a GitHub-flavored Markdown table cell."""
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Text safe inside a GitHub-flavored Markdown table cell of a report: the table
+    escaping (``markdown.cell``), with backslashes and HTML (``<``, ``>``) of artifact text
+    escaped too."""
+    s = markdown.cell(str(text).replace("\\", "\\\\"))
     return s.replace("<", "&lt;").replace(">", "&gt;")

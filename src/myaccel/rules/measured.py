@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import TypeAdapter
 
+from myaccel import markdown
 from myaccel.model import Frozen
 from myaccel.rules.model import Recommendation
 
@@ -95,13 +96,23 @@ def measured_markdown() -> list[str]:
         "recorded by `scripts/rule_ablation.py --record`. A plan cites the rows measured on a",
         "server like the one it plans for (same flavor, same CPU budget).",
         "",
-        "| rule | setting | machine | server | cell | dataset | runs/arm | effect | 95% CI | verdict | date |",
-        "|---|---|---|---|---|---|---:|---:|---|---|---|",
     ]
-    for m in rows:
-        out.append(
-            f"| `{m.rule}` | `{m.setting}` | {m.machine} | {m.server} | {m.workload} @ {m.threads} | "
-            f"{m.dataset} | {m.runs_per_arm} | {m.delta_pct:+.1f}% | "
-            f"{m.ci_low_pct:+.1f}% .. {m.ci_high_pct:+.1f}% | {m.verdict} | {m.measured_on} |"
-        )
-    return out
+    header = ["rule", "setting", "machine", "server", "cell", "dataset", "runs/arm", "effect"]
+    header += ["95% CI", "verdict", "date"]
+    cells = [
+        [
+            f"`{m.rule}`",
+            f"`{m.setting}`",
+            m.machine,
+            m.server,
+            f"{m.workload} @ {m.threads}",
+            m.dataset,
+            m.runs_per_arm,
+            f"{m.delta_pct:+.1f}%",
+            f"{m.ci_low_pct:+.1f}% .. {m.ci_high_pct:+.1f}%",
+            m.verdict,
+            m.measured_on,
+        ]
+        for m in rows
+    ]
+    return out + markdown.table(header, cells, "llllllrrlll")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from myaccel import markdown
 from myaccel.rules.engine import load_rules
 from myaccel.rules.measured import measured_for, measured_markdown
 from myaccel.rules.model import LAYERS, Plan
@@ -52,18 +53,24 @@ def format_markdown(plan: Plan) -> str:
         "",
         f"Durability: **{plan.durability}**. Facts digest `{plan.facts_digest}`.",
         "",
-        "| layer | id | target | current | proposed | risk | expected effect | source |",
-        "|---|---|---|---|---|---|---|---|",
     ]
-    for r in plan.recommendations:
-        idl = (
+    rows = [
+        [
+            r.layer,
             r.id
             + (" (advisory)" if r.action == "advisory" else "")
-            + (" **durability**" if r.group == "durability" else "")
-        )
-        lines.append(
-            f"| {r.layer} | {idl} | `{r.target}` | {r.current} | {r.proposed} | {r.risk} | {r.expected_effect} | {r.effect_source} |"
-        )
+            + (" **durability**" if r.group == "durability" else ""),
+            f"`{r.target}`",
+            r.current,
+            r.proposed,
+            r.risk,
+            r.expected_effect,
+            r.effect_source,
+        ]
+        for r in plan.recommendations
+    ]
+    header = ["layer", "id", "target", "current", "proposed", "risk", "expected effect", "source"]
+    lines += markdown.table(header, rows)
     if plan.skipped:
         lines += ["", "Skipped:", ""]
         lines += [f"- `{s.id}`: {s.reason}" for s in plan.skipped]

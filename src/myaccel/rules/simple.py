@@ -37,7 +37,6 @@ A row::
 
 from __future__ import annotations
 
-import json
 import re
 import string
 from collections.abc import Callable, Iterator, Mapping
@@ -47,6 +46,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from myaccel import artifacts
+from myaccel.artifacts import artifact
 from myaccel.errors import MyaccelError
 from myaccel.knobs.formula import Formula, compile_formula
 from myaccel.model import Frozen
@@ -124,14 +125,13 @@ class SimpleRule(Frozen):
     recommendation: dict[str, Any]  # shared fields of the recommendations (templates)
 
 
+@artifact(SIMPLE_RULES_SCHEMA)
 class SimpleRulesData(Frozen):
-    schema_version: str
+    schema_version: str = SIMPLE_RULES_SCHEMA
     rules: list[SimpleRule]
 
     @model_validator(mode="after")
     def _check(self) -> SimpleRulesData:
-        if self.schema_version != SIMPLE_RULES_SCHEMA:
-            raise ValueError(f"schema_version {self.schema_version!r} != {SIMPLE_RULES_SCHEMA!r}")
         for r in self.rules:
             unknown = [c.name for c in r.when if c.name not in CONDITIONS]
             if unknown:
@@ -277,14 +277,13 @@ def _propose(
 
 
 def load_rows(path: Path = DATA_PATH) -> list[SimpleRule]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        return SimpleRulesData.model_validate(raw).rules
-    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-        raise SimpleRulesError(
-            f"cannot load the simple rules {path}: {exc}",
-            hint="this is a bug in myaccel's data; run tests/unit/test_rules.py",
-        ) from exc
+    return artifacts.load(
+        path,
+        SimpleRulesData,
+        what="simple rules",
+        hint="this is a bug in myaccel's data; run tests/unit/test_rules.py",
+        error=SimpleRulesError,
+    ).rules
 
 
 def _register(row: SimpleRule) -> None:

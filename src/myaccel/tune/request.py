@@ -12,7 +12,9 @@ from myaccel.bench.session import BenchProgress
 from myaccel.tune.result import TrialRow
 from myaccel.tune.search import Budget
 
-LAYERS = ("server", "process")  # process: CPU affinity, NUMA policy, thread pool (tune.process)
+# What --layers may search: the plan's server layer (``rules.model.LAYERS``) and the
+# process (CPU affinity, NUMA policy, thread pool: tune.process).
+SEARCH_LAYERS = ("server", "process")
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ class SandboxObjective:
                 "candidate", config=cfg, basedir=self.basedir, launch=launch_prefix(changes)
             ),
         }
-        assert self.ready is not None, "prepare the dataset first (bench.ab.prepare_dataset)"
+        assert self.ready is not None, "prepare the dataset first (bench.ab.prepare_snapshot)"
         ready = replace(self.ready, profile=replace(self.ready.profile, runs_per_arm=pairs))
         setup = CampaignSetup(
             kind="ab",

@@ -42,7 +42,7 @@ from myaccel.rules.model import Plan
 from myaccel.server.sandbox import Sandbox, find_server
 from myaccel.tune.constraint import Constraint, plan_values
 from myaccel.tune.process import PROCESS_PARAMS, with_layers
-from myaccel.tune.request import LAYERS, TuneProgress, TuneRequest
+from myaccel.tune.request import SEARCH_LAYERS, TuneProgress, TuneRequest
 from myaccel.tune.result import NoiseRow, TuneResult, now_iso, tuned_plan
 from myaccel.tune.sandbox_objective import SandboxObjective
 from myaccel.tune.search import Outcome, Search
@@ -53,7 +53,7 @@ RULES_PLAN = "rules-plan.json"
 
 
 def check_request(req: TuneRequest) -> None:
-    bad = [lay for lay in req.layers if lay not in LAYERS]
+    bad = [lay for lay in req.layers if lay not in SEARCH_LAYERS]
     if bad:
         raise UsageError(
             f"unknown layer(s) {', '.join(bad)}",
@@ -274,7 +274,7 @@ def run(req: TuneRequest, progress: TuneProgress) -> TuneResult:
             ps_mode=req.ps_mode,
             client_cpus=req.pin_client,
         )
-        obj.ready = ab.prepare_dataset(
+        obj.ready = ab.prepare_snapshot(
             sb,
             req.profile,
             obj.plan_arm(),

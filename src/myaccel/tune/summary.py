@@ -4,6 +4,7 @@ floor, the optimization history and the parameter importances."""
 
 from __future__ import annotations
 
+from myaccel import markdown
 from myaccel.tune.result import TuneResult
 
 
@@ -37,35 +38,44 @@ def format_markdown(r: TuneResult, *, history_rows: int = 60) -> str:
             "",
             "## Final A/B: best found vs the rules' plan (interleaved)",
             "",
-            "| runs per arm | change | 95% CI | MDE | verdicts |",
-            "|---:|---:|---|---:|---|",
-            f"| {f.runs_per_arm} | {_pct(f.delta_pct)} | {_pct(f.ci_low_pct)} .. {_pct(f.ci_high_pct)} "
-            f"| {'n/a' if f.mde_pct is None else f'{f.mde_pct:.1f}%'} "
-            f"| {', '.join(f'{k}: {v}' for k, v in f.verdicts.items())} |",
+            *markdown.table(
+                ["runs per arm", "change", "95% CI", "MDE", "verdicts"],
+                [
+                    [
+                        f.runs_per_arm,
+                        _pct(f.delta_pct),
+                        f"{_pct(f.ci_low_pct)} .. {_pct(f.ci_high_pct)}",
+                        "n/a" if f.mde_pct is None else f"{f.mde_pct:.1f}%",
+                        ", ".join(f"{k}: {v}" for k, v in f.verdicts.items()),
+                    ]
+                ],
+                "rrlrl",
+            ),
         ]
         if f.comparison:
             out += ["", f"comparison: `{f.comparison}`"]
     if r.winner:
         out += ["", "## Best found: its changes against the plan", ""]
         abl = {a.knob: a for a in r.ablation}
-        out += ["| knob | plan | best | without it | contribution |", "|---|---|---|---:|---:|"]
+        rows = []
         for k, v in sorted(r.winner.items()):
             a = abl.get(k)
             plan_v = r.winner_plan_values.get(k, a.plan_value if a else "")
             wo = _pct(a.delta_without_pct) if a else "not measured"
             co = _pct(a.contribution_pct) if a else ""
-            out.append(f"| {k} | {plan_v} | {v} | {wo} | {co} |")
+            rows.append([k, plan_v, v, wo, co])
+        header = ["knob", "plan", "best", "without it", "contribution"]
+        out += markdown.table(header, rows, "lllrr")
     if r.importances:
         out += ["", "## Parameter importances (Optuna's PED-ANOVA over the trials)", ""]
         out += [
             f"- {k}: {v:.2f}" for k, v in sorted(r.importances.items(), key=lambda kv: -kv[1])[:10]
         ]
-    out += ["", "## Trials", "", "| # | stage | state | runs/arm | vs plan | changes |"]
-    out.append("|---:|---|---|---:|---:|---|")
+    trials = []
     for t in r.trials[-history_rows:]:
         what = t.note if t.state != "COMPLETE" and t.note else changes_text(t.changes)
-        out.append(
-            f"| {t.number} | {t.stage}{f' r{t.rung}' if t.stage == 'confirm' else ''} | "
-            f"{t.state.lower()} | {t.runs_per_arm} | {_pct(t.delta_pct)} | {what} |"
-        )
+        stage = f"{t.stage}{f' r{t.rung}' if t.stage == 'confirm' else ''}"
+        trials.append([t.number, stage, t.state.lower(), t.runs_per_arm, _pct(t.delta_pct), what])
+    header = ["#", "stage", "state", "runs/arm", "vs plan", "changes"]
+    out += ["", "## Trials", "", *markdown.table(header, trials, "rllrrl")]
     return "\n".join(out) + "\n"

@@ -16,6 +16,8 @@ has no public equivalent:
   fast up to ``m + n = 60``.
 
 tests/unit/test_stats.py checks both against scipy (no ties) and brute force (ties).
+scipy is imported where it is used: it takes about a second, which `myaccel ab --help`
+must not pay.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
-from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
 from myaccel.bench.stats.descriptive import FloatArray, StatsInputError
 
@@ -103,6 +104,8 @@ def ci_rank(m: int, n: int, confidence: float) -> tuple[int, float]:
 
 
 def mann_whitney_p(base: FloatArray, cand: FloatArray) -> tuple[float, PMethod]:
+    from scipy import stats as scipy_stats  # type: ignore[import-untyped]
+
     pooled = np.concatenate([base, cand])
     ties = np.unique(pooled).size < pooled.size
     if pooled.size <= EXACT_MAX_TOTAL_RUNS:
@@ -121,6 +124,8 @@ def permutation_p(base: FloatArray, cand: FloatArray) -> float:
     baseline's midrank sum lies at least as far from its mean as observed. Midranks are
     halves, so doubled ranks are integers and the count is an exact subset-sum DP.
     """
+    from scipy import stats as scipy_stats
+
     pooled = np.concatenate([base, cand])
     m, total_n = base.size, pooled.size
     ranks2 = np.rint(2.0 * scipy_stats.rankdata(pooled)).astype(np.int64)

@@ -65,7 +65,11 @@ from myaccel.profile.simulate.parse import (
     parse_out_file,
     read_out_file,
 )
-from myaccel.profile.simulate.request import DEFAULT_EVENTS, SIMULATION_SETTINGS
+from myaccel.profile.simulate.request import (
+    DEFAULT_EVENTS,
+    SIMULATION_SETTINGS,
+    SimulationRequest,
+)
 from myaccel.profile.simulate.run import simulate
 from myaccel.profile.simulate.valgrind import (
     COLLECT_FUNCTION,
@@ -88,6 +92,7 @@ __all__ = [
     "FunctionCost",
     "OutFileSummary",
     "Progress",
+    "SimulationRequest",
     "SimulationResult",
     "SimulationRun",
     "Tool",

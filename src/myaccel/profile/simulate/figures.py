@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from myaccel import markdown
 from myaccel.errors import UsageError
 from myaccel.profile.metrics import NormalizedRow, normalize
 from myaccel.profile.simulate.models import SimulationResult
@@ -116,17 +117,24 @@ def format_simulation(result: SimulationResult, *, top_n: int = 10) -> str:
         f"({Path(result.server_binary).name} sha256 {result.server_binary_sha256[:12]})",
         f"window: {result.window}",
         "",
-        "| metric | value |",
-        "|---|---:|",
-        f"| instructions (Ir) | {result.instructions:,} |",
-        f"| transactions / queries | {result.transactions:,} / {result.queries:,} |",
+        *markdown.table(
+            ["metric", "value"],
+            [
+                ["instructions (Ir)", f"{result.instructions:,}"],
+                ["transactions / queries", f"{result.transactions:,} / {result.queries:,}"],
+                *([f"{n} ({unit})", f"{m[n]:,.4g}"] for n, unit in METRIC_UNITS.items() if n in m),
+            ],
+            "lr",
+        ),
     ]
-    for name, unit in METRIC_UNITS.items():
-        if name in m:
-            lines.append(f"| {name} ({unit}) | {m[name]:,.4g} |")
     if result.top_self:
-        lines += ["", "| function | self Ir % | inclusive Ir % |", "|---|---:|---:|"]
-        for f in result.top_self[:top_n]:
-            incl = f"{f.inclusive_pct:.2f}" if f.inclusive_pct is not None else "-"
-            lines.append(f"| `{f.function}` | {f.self_pct:.2f} | {incl} |")
+        top = [
+            [
+                f"`{f.function}`",
+                f"{f.self_pct:.2f}",
+                f"{f.inclusive_pct:.2f}" if f.inclusive_pct is not None else "-",
+            ]
+            for f in result.top_self[:top_n]
+        ]
+        lines += ["", *markdown.table(["function", "self Ir %", "inclusive Ir %"], top, "lrr")]
     return "\n".join(lines) + "\n"

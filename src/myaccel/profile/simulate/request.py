@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from myaccel.bench.profiles import WRITE_WORKLOADS
 from myaccel.errors import UsageError
 from myaccel.profile.simulate.models import Tool
+from myaccel.profile.simulate.valgrind import TOP_N
 
 DEFAULT_TOOL: Tool = "callgrind"
 DEFAULT_SEED = 1
@@ -55,8 +57,49 @@ SIMULATION_SETTINGS: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True, kw_only=True)
+class SimulationRequest:
+    """What ``simulate()`` is asked to run (``simulate(sandbox, SimulationRequest(...))``).
+
+    ``config``/``sets``/``basedir`` choose what runs, as in ``Sandbox.restart``: each one
+    given replaces that part of the sandbox's active configuration, each one left None
+    keeps it. ``settings`` (default ``SIMULATION_SETTINGS``) are added on top for the
+    simulated run only; ``valgrind_options`` are passed to valgrind (e.g. ``--LL=...``).
+    ``events`` defaults to ``DEFAULT_EVENTS`` for the workload (sized so that the whole
+    call takes 1-2 minutes on a 2-core VM, docs/simulation.md). The dataset (``tables`` x
+    ``table_size`` rows in schema ``db``, used by the sandbox's admin user so that it
+    never meets a benchmark's ``sbtest``) is prepared with the normal server when the
+    schema is empty and ``prepare`` is set; another dataset there is an error. With the
+    default ``settings``, the buffer pool grows to hold a dataset bigger than 128 MiB.
+    Valgrind's files and logs stay in ``out_dir``; ``top_n`` functions are kept.
+    """
+
+    out_dir: Path
+    tool: Tool = DEFAULT_TOOL
+    workload: str = "oltp_read_only"
+    events: int | None = None
+    threads: int = 1
+    tables: int = DEFAULT_TABLES
+    table_size: int = DEFAULT_TABLE_SIZE
+    rand_seed: int = DEFAULT_SEED
+    db: str = SIM_DATABASE
+    config: Path | str | None = None
+    sets: Mapping[str, str] | None = None
+    basedir: Path | str | None = None
+    settings: Mapping[str, str] | None = None
+    cache_sim: bool = True
+    branch_sim: bool = True
+    valgrind_options: Sequence[str] = ()
+    base_events: int = DEFAULT_BASE_EVENTS
+    prepare: bool = True
+    top_n: int = TOP_N
+    workload_timeout_s: float = 1800.0
+
+
 @dataclass(frozen=True)
 class Request:
+    """A ``SimulationRequest`` resolved against the sandbox: what the valgrind runs use."""
+
     tool: Tool
     workload: str
     events: int

@@ -93,47 +93,40 @@ def build_view(lb: Loaded[dict[str, Any]]) -> BuildView:
 def build_summary(doc: dict[str, Any]) -> BuildSummary | None:
     """The structured view of a `myaccel build` manifest; None (generic view) when the
     document does not validate, e.g. a manifest cut short or written by hand."""
-    from pydantic import ValidationError
-
-    from myaccel.build.manifest import BuildManifest
-    from myaccel.build.report import flags_line
+    from myaccel.artifacts import Source, validate
+    from myaccel.builder.manifest import BuildManifest, Callgrind
+    from myaccel.builder.report import flags_line
+    from myaccel.errors import MyaccelError
 
     try:
-        m = BuildManifest.model_validate(doc)
-    except ValidationError:
+        m = validate(doc, BuildManifest, Source(None, "build manifest", ""))
+    except MyaccelError:
         return None
     stages = []
     for st in m.stages:
         note = st.reason or str(st.detail.get("summary", ""))
         dur = f"{st.duration_s:.1f}" if st.duration_s is not None else ""
         stages.append((st.name, st.status + (" (resumed)" if st.resumed else ""), dur, note))
-    cg = m.measurements.get("callgrind") or {}
-    rows = []
-    for label in ("baseline", "this_build"):
-        r = cg.get(label)
-        if isinstance(r, dict) and r.get("ir_total") is not None:
-            rows.append(
-                (
-                    label.replace("_", " "),
-                    f"{int(r['ir_total']):,}",
-                    f"{int(r.get('ops') or 0):,}",
-                    f"{float(r.get('ir_per_op') or 0):,.1f}",
-                )
-            )
-    delta = cg.get("delta_pct")
+    cg = m.measurements.callgrind or Callgrind()
+    rows = [
+        (label.replace("_", " "), f"{r.ir_total:,}", f"{r.ops:,}", f"{r.ir_per_op:,.1f}")
+        for label in ("baseline", "this_build")
+        if (r := cg.run(label)) is not None
+    ]
+    delta = cg.delta_pct
     return BuildSummary(
-        label=str(m.source.get("label") or m.source.get("path") or "?"),
-        opts=", ".join(m.request.get("opts") or []) or "plain",
+        label=m.source.label or m.source.path or "?",
+        opts=", ".join(m.request.opts) or "plain",
         status=m.status,
         error=m.error or "",
-        compiler=f"GCC {m.compiler.get('version', '?')} ({m.compiler.get('triplet', '?')})",
-        target=str(m.target.get("why") or ""),
+        compiler=f"GCC {m.compiler.version or '?'} ({m.compiler.triplet or '?'})",
+        target=m.target.why,
         install_dir=m.install_dir,
         flags=[(phase, flags_line(f)) for phase, f in m.flags.items()],
         left_out=len(m.left_out),
         stages=stages,
         checks=[(c.id, c.status, c.evidence) for c in m.verification],
         callgrind=rows,
-        callgrind_workload=str(cg.get("workload") or ""),
+        callgrind_workload=cg.workload or "",
         callgrind_delta=f"{float(delta):+.2f}%" if delta is not None else None,
     )

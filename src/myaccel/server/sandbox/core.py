@@ -7,14 +7,11 @@ saved), the per-sandbox lock, whether its server runs, its option file and conne
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Self
-
-from pydantic import ValidationError
 
 from myaccel import artifacts
 from myaccel.errors import MyaccelError, SandboxError
@@ -33,7 +30,6 @@ from myaccel.server.sandbox.options import (
 )
 from myaccel.server.sandbox.state import (
     ADMIN_USER,
-    SANDBOX_SCHEMA,
     RunState,
     SandboxState,
     SandboxStatus,
@@ -117,38 +113,18 @@ class SandboxCore:
     @classmethod
     def _read_state(cls, name: str, home: Path) -> SandboxState:
         path = sandboxes_root(home) / name / "state.json"
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError as exc:
-            if path.parent.exists():
-                raise SandboxError(
-                    f"sandbox '{name}' is damaged: {path} is missing",
-                    hint=f"remove it with `myaccel sandbox destroy {name}`",
-                ) from exc
+        if not path.parent.exists():
             raise SandboxError(
                 f"no sandbox named '{name}'",
                 hint=f"create it with `myaccel sandbox init {name}` (see `myaccel sandbox list`)",
-            ) from exc
-        except (OSError, ValueError) as exc:
-            raise SandboxError(
-                f"sandbox '{name}' is damaged: cannot read {path}",
-                hint=f"remove it with `myaccel sandbox destroy {name}`",
-            ) from exc
-        schema = data.get("schema_version") if isinstance(data, dict) else None
-        if schema != SANDBOX_SCHEMA:
-            raise SandboxError(
-                f"sandbox '{name}' has state schema {schema!r}; this myaccel reads "
-                f"{SANDBOX_SCHEMA!r}",
-                hint=f"use the myaccel that created it, or `myaccel sandbox destroy {name}`",
             )
-        try:
-            return SandboxState.model_validate(data)
-        except ValidationError as exc:
-            raise SandboxError(
-                f"sandbox '{name}' is damaged: {path} is invalid "
-                f"({exc.errors()[0].get('loc')}: {exc.errors()[0].get('msg')})",
-                hint=f"remove it with `myaccel sandbox destroy {name}`",
-            ) from exc
+        return artifacts.load(
+            path,
+            SandboxState,
+            what=f"sandbox '{name}' is damaged: its state",
+            hint=f"use the myaccel that created it, or remove it with `myaccel sandbox destroy {name}`",
+            error=SandboxError,
+        )
 
     @classmethod
     def load(cls, name: str, *, home: Path | None = None) -> Self:
@@ -177,6 +153,14 @@ class SandboxCore:
 
     def _save_state(self) -> None:
         artifacts.save(self.state_file, self.state, private=True)
+
+    def forget_owner(self) -> None:
+        """The process that started the server on an arm's configuration is gone and the
+        server is stopped (its next start is on the base configuration): forget it."""
+        with self._locked():
+            if self.state.active_config.owner is not None:
+                self.state.active_config.owner = None
+                self._save_state()
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

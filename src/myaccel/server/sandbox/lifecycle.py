@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from myaccel.errors import ConnectionFailed, SandboxError, UsageError
+from myaccel.owner import ProcessOwner
 from myaccel.proc import Child
 from myaccel.server.connection import ConnectParams, connect
 from myaccel.server.sandbox import process
@@ -80,8 +81,13 @@ class SandboxLifecycle(SandboxCore):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         progress: Progress | None = None,
         wrapper: Sequence[str] = (),
+        owner: ProcessOwner | None = None,
     ) -> StartResult:
         """Start the server with the base config plus ``options`` (none: the base config).
+
+        ``owner``: the process starting it on this configuration only while it measures
+        (an A/B arm); recorded in the state, so that when that process is killed the next
+        myaccel command puts the sandbox back on its base configuration.
 
         ``wrapper`` is an argv prefix the server runs under, e.g. ``["valgrind",
         "--tool=callgrind"]`` (myaccel.profile.simulate); the wait for readiness is then at
@@ -127,6 +133,7 @@ class SandboxLifecycle(SandboxCore):
                 timeout_s=timeout_s,
                 say=progress or noop,
                 wrapper=wrapper,
+                owner=owner,
             )
 
     def _validate_request(
@@ -164,6 +171,7 @@ class SandboxLifecycle(SandboxCore):
         say: Progress = noop,
         install: ServerInstall | None = None,
         wrapper: Sequence[str] = (),
+        owner: ProcessOwner | None = None,
     ) -> StartResult:
         t0 = time.monotonic()
         if wrapper:
@@ -218,6 +226,7 @@ class SandboxLifecycle(SandboxCore):
             overridden=[o.key for o in composed.overridden],
             started_at=now_iso(),
             wrapper=list(wrapper),
+            owner=owner,
         )
         self._save_state()
         duration = time.monotonic() - t0

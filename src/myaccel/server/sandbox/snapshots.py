@@ -6,19 +6,18 @@ before they are renamed into place."""
 from __future__ import annotations
 
 import contextlib
-import json
+import dataclasses
 import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from myaccel import artifacts, proc
-from myaccel.errors import SandboxError
+from myaccel.errors import MyaccelError, SandboxError
 from myaccel.server.sandbox.core import COPY_TIMEOUT_S, DEFAULT_TIMEOUT_S, Progress, noop
 from myaccel.server.sandbox.layout import validate_name
 from myaccel.server.sandbox.lifecycle import SandboxLifecycle
-from myaccel.server.sandbox.state import SNAPSHOT_SCHEMA, SnapshotInfo, now_iso
+from myaccel.server.sandbox.state import SnapshotInfo, SnapshotRecord, now_iso
 
 
 def dir_size_bytes(path: Path) -> int:
@@ -94,9 +93,8 @@ class SandboxSnapshots(SandboxLifecycle):
                         version=self.state.version_string,
                         active_config=self.state.active_config.describe(),
                     )
-                    meta = {"schema_version": SNAPSHOT_SCHEMA, **info.to_dict()}
-                    meta["flavor"] = self.state.flavor
-                    artifacts.save_document(tmp / "snapshot.json", meta)
+                    record = SnapshotRecord.of(info, self.state.flavor)
+                    artifacts.save(tmp / "snapshot.json", record)
                     os.sync()  # the copy on disk before it is named a snapshot
                     os.rename(tmp, target)
                 except BaseException:
@@ -152,26 +150,19 @@ class SandboxSnapshots(SandboxLifecycle):
 
     @staticmethod
     def _snapshot_info(path: Path) -> SnapshotInfo | None:
+        """A snapshot's record; one without a readable ``snapshot.json`` (a crash while it
+        was taken, a hand-made copy) is described from its directory."""
         if not (path / "data").is_dir():
             return None
-        meta: dict[str, Any] = {}
-        with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads((path / "snapshot.json").read_text())
-            if isinstance(loaded, dict):
-                meta = loaded
-        size = meta.get("size_bytes")
-        created = meta.get("created_at")
-        if not isinstance(created, str):
-            created = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(
-                timespec="seconds"
-            )
+        with contextlib.suppress(MyaccelError):
+            record = artifacts.load(path / "snapshot.json", SnapshotRecord, error=SandboxError)
+            return dataclasses.replace(record.info(), name=path.name, path=str(path))
+        created = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
         return SnapshotInfo(
             name=path.name,
             path=str(path),
-            size_bytes=size if isinstance(size, int) else dir_size_bytes(path / "data"),
+            size_bytes=dir_size_bytes(path / "data"),
             created_at=created,
-            version=str(meta.get("version", "")),
-            active_config=str(meta.get("active_config", "")),
         )
 
     def snapshot_list(self) -> list[SnapshotInfo]:

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from myaccel.artifacts import artifact
 from myaccel.model import Strict
+from myaccel.owner import ProcessOwner
 from myaccel.server.flavors import Flavor
 from myaccel.server.sandbox.options import Override
 
@@ -62,6 +63,9 @@ class ActiveConfig(Strict):
     wrapper: list[str] = Field(
         default_factory=list
     )  # argv prefix the server runs under (valgrind), [] = none
+    # the command that started it this way for a measurement (an A/B arm) and puts it back
+    # on its base configuration when it ends; None: a configuration chosen to stay
+    owner: ProcessOwner | None = None
 
     @property
     def is_base(self) -> bool:
@@ -181,3 +185,31 @@ class SnapshotInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@artifact(SNAPSHOT_SCHEMA)
+class SnapshotRecord(Strict):
+    """``snapshots/SNAP/snapshot.json``: what a snapshot holds, written when it is taken."""
+
+    schema_version: str = SNAPSHOT_SCHEMA
+    name: str
+    path: str
+    size_bytes: int = Field(ge=0)
+    created_at: str
+    version: str = ""
+    active_config: str = ""  # ActiveConfig.describe() of the server it was taken from
+    flavor: Flavor | None = None
+
+    @classmethod
+    def of(cls, info: SnapshotInfo, flavor: Flavor) -> SnapshotRecord:
+        return cls(**info.to_dict(), flavor=flavor)
+
+    def info(self) -> SnapshotInfo:
+        return SnapshotInfo(
+            name=self.name,
+            path=self.path,
+            size_bytes=self.size_bytes,
+            created_at=self.created_at,
+            version=self.version,
+            active_config=self.active_config,
+        )

@@ -20,7 +20,7 @@ configure and build run with ``PKG_CONFIG_LIBDIR`` on the target's pkg-config di
 from __future__ import annotations
 
 from myaccel import proc
-from myaccel.build.errors import DependencyMissing
+from myaccel.builder.errors import DependencyMissing
 
 # Debian's cross root (the loader and C library of the cross toolchain) per target
 CROSS_ROOT = {"aarch64": "/usr/aarch64-linux-gnu"}

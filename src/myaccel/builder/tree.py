@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from myaccel.build.errors import TreeError
+from myaccel.builder.errors import TreeError
 from myaccel.paths import existing_dir
 
 Flavor = Literal["mariadb", "mysql", "percona", "kvlab"]

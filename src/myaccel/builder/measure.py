@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import IO
 
 from myaccel import proc
-from myaccel.build.errors import BuildFailed
-from myaccel.build.runner import run_streamed
-from myaccel.build.train import FixtureWorkload
+from myaccel.builder.errors import BuildFailed
+from myaccel.builder.runner import run_streamed
+from myaccel.builder.train import FixtureWorkload
 
 _TOTALS_RE = re.compile(r"^(?:summary|totals):\s+([\d ]+)$", re.MULTILINE)
 _EVENTS_RE = re.compile(r"^events:\s+(.+)$", re.MULTILINE)

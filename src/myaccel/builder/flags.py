@@ -18,13 +18,14 @@ builds. Policy (KNOWLEDGE.md section 5):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from myaccel import proc
-from myaccel.build.errors import BuildOptionError, DependencyMissing
-from myaccel.build.tree import SourceTree
+from myaccel.builder.errors import BuildOptionError, DependencyMissing
+from myaccel.builder.manifest import PhaseFlags as FlagsRecord
+from myaccel.builder.tree import SourceTree
 from myaccel.model import CpuFacts
 
 OPTS = ("lse", "lto", "pgo", "bolt", "cacheline")
@@ -306,15 +307,11 @@ def check_arch_flags(tc: Toolchain, arch: list[str], target: TargetCpu) -> None:
 # ---------------------------------------------------------------- per-phase flags
 
 
-@dataclass
-class PhaseFlags:
+class PhaseFlags(FlagsRecord):
+    """The flags of one phase as they are composed; the manifest keeps them as
+    ``manifest.PhaseFlags`` (``record``)."""
+
     phase: Phase
-    c_flags: list[str] = field(default_factory=list)
-    cxx_flags: list[str] = field(default_factory=list)
-    exe_linker_flags: list[str] = field(default_factory=list)
-    shared_linker_flags: list[str] = field(default_factory=list)
-    cmake_defs: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
 
     def both(self, *flags: str) -> None:
         self.c_flags.extend(flags)
@@ -329,15 +326,11 @@ class PhaseFlags:
         args.append(f"-DCMAKE_MODULE_LINKER_FLAGS={' '.join(self.shared_linker_flags)}")
         return args
 
+    def record(self) -> FlagsRecord:
+        return FlagsRecord.model_validate(self.model_dump(exclude={"phase"}))
+
     def to_dict(self) -> dict[str, object]:
-        return {
-            "c_flags": list(self.c_flags),
-            "cxx_flags": list(self.cxx_flags),
-            "exe_linker_flags": list(self.exe_linker_flags),
-            "shared_linker_flags": list(self.shared_linker_flags),
-            "cmake_defs": dict(self.cmake_defs),
-            "notes": list(self.notes),
-        }
+        return self.record().model_dump()
 
 
 def compose_phase(
@@ -350,7 +343,7 @@ def compose_phase(
 ) -> PhaseFlags:
     """The flags of one build: ``instrumented`` (PGO generate) or ``final``."""
     ad = tree.adapter
-    f = PhaseFlags(phase)
+    f = PhaseFlags(phase=phase)
     f.cmake_defs["CMAKE_BUILD_TYPE"] = "RelWithDebInfo"
     f.cmake_defs["CMAKE_EXPORT_COMPILE_COMMANDS"] = "ON"
     f.both(*arch)
@@ -423,11 +416,3 @@ def compose_phase(
     for opt in (*ad.offline_options, *ad.lean_options):
         f.cmake_defs.setdefault(opt.name, opt.value)
     return f
-
-
-def gcc_supports(tc: Toolchain, flag: str) -> bool:
-    """Whether the compiler accepts ``flag`` (checked on an empty C++ file)."""
-    done = proc.run(
-        [tc.cxx, flag, "-x", "c++", "-fsyntax-only", "-"], timeout_s=30, input_text="int x;\n"
-    )
-    return done.ok

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from myaccel.build.errors import TrainingError
-from myaccel.build.flags import BuildRequest
-from myaccel.build.manifest import sha256_file
-from myaccel.build.runner import run_streamed
+from myaccel.builder.errors import TrainingError
+from myaccel.builder.flags import BuildRequest
+from myaccel.builder.manifest import sha256_file
+from myaccel.builder.runner import run_streamed
 
 if TYPE_CHECKING:
     from myaccel.bench.workload import Workload

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from myaccel import proc
-from myaccel.build.errors import DependencyMissing, TreeError
-from myaccel.build.tree import detect_tree
+from myaccel.builder.errors import DependencyMissing, TreeError
+from myaccel.builder.tree import detect_tree
 from myaccel.errors import UsageError
 
 MARKER = "myaccel-source.json"

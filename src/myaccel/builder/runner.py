@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from myaccel import proc
-from myaccel.build.errors import BuildFailed
-from myaccel.build.flags import BuildRequest, PhaseFlags, TargetCpu, Toolchain
-from myaccel.build.manifest import BuildManifest, StageRecord, digest_of, now_iso
-from myaccel.build.tree import SourceTree
+from myaccel.builder.errors import BuildFailed
+from myaccel.builder.flags import BuildRequest, PhaseFlags, TargetCpu, Toolchain
+from myaccel.builder.manifest import BuildManifest, StageRecord, digest_of, now_iso
+from myaccel.builder.tree import SourceTree
 from myaccel.errors import MyaccelError, ToolMissing
 from myaccel.paths import Below
 

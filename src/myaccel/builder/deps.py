@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from myaccel import proc
-from myaccel.build.cross import deb_arch, install_hint
-from myaccel.build.errors import DependencyMissing
-from myaccel.build.flags import BuildRequest, Toolchain
-from myaccel.build.tree import SourceTree, find_mysql_boost, mysql_boost_wanted
+from myaccel.builder.cross import deb_arch, install_hint
+from myaccel.builder.errors import DependencyMissing
+from myaccel.builder.flags import BuildRequest, Toolchain
+from myaccel.builder.tree import SourceTree, find_mysql_boost, mysql_boost_wanted
 
 Kind = Literal["tool", "c-header", "cxx-header"]
 

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from myaccel import proc
-from myaccel.build.errors import BuildFailed
-from myaccel.build.manifest import sha256_file
-from myaccel.build.runner import BuildContext, Stage
-from myaccel.build.stages import check_runs, server_binary
-from myaccel.build.train import FixtureWorkload, workload_inputs
-
-BOLT_MARKER_SECTIONS = (".note.bolt_info", ".bolt.org.text")
+from myaccel.builder.errors import BuildFailed
+from myaccel.builder.manifest import BoltInfo, sha256_file
+from myaccel.builder.markers import has_bolt_marker
+from myaccel.builder.runner import BuildContext, Stage
+from myaccel.builder.stages import check_runs, server_binary
+from myaccel.builder.train import FixtureWorkload, workload_inputs
 
 
 @dataclass(frozen=True)
@@ -71,20 +70,6 @@ def bolt_args(binary: Path, fdata: Path, output: Path) -> list[str]:
     ]
 
 
-def has_bolt_marker(binary: Path) -> tuple[bool, str]:
-    from elftools.elf.elffile import ELFFile
-
-    try:
-        with binary.open("rb") as fh:
-            names = [s.name for s in ELFFile(fh).iter_sections()]
-    except Exception as exc:  # unreadable ELF: report, never crash
-        return False, f"sections not readable: {type(exc).__name__}"
-    found = [n for n in names if n in BOLT_MARKER_SECTIONS or n.startswith(".bolt")]
-    if found:
-        return True, f"sections {', '.join(found[:3])}"
-    return False, "no .note.bolt_info / .bolt.org.* sections"
-
-
 @contextlib.contextmanager
 def perf_record_pid(perf: str, pid: int | None, perf_data: Path, log: IO[str]) -> Iterator[None]:
     """Sample ``pid`` with ``perf record -e cpu-clock`` into ``perf_data`` while the block
@@ -116,7 +101,7 @@ class BoltStage(Stage):
             tools, reason = find_bolt()
             if tools is not None:
                 return None
-        ctx.manifest.bolt = {"applied": False, "skipped": reason}
+        ctx.manifest.bolt = BoltInfo(applied=False, skipped=reason)
         return reason
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
@@ -134,11 +119,7 @@ class BoltStage(Stage):
         pre = lay.bolt / "input" / binary.name
         pre.parent.mkdir(parents=True, exist_ok=True)
         prev = ctx.manifest.bolt
-        if not (
-            prev.get("applied")
-            and pre.is_file()
-            and sha256_file(binary) == prev.get("output_sha256")
-        ):
+        if not (prev.applied and pre.is_file() and sha256_file(binary) == prev.output_sha256):
             shutil.copy2(binary, pre)  # the linked binary, before any rewrite
         rel = collect_binary(pre).relocations
         if not rel.value:
@@ -167,7 +148,7 @@ class BoltStage(Stage):
                 timeout_s=900,
             )
         else:
-            from myaccel.build.train import train_sandbox, training_workload
+            from myaccel.builder.train import train_sandbox, training_workload
 
             # profile the server binary that will be rewritten: a sandbox of the install tree
             r = ctx.request
@@ -198,15 +179,15 @@ class BoltStage(Stage):
         check_runs(ctx, binary, log)
         digest = sha256_file(binary)
         ctx.manifest.binaries[str(binary)] = digest
-        ctx.manifest.bolt = {
-            "applied": True,
-            "tool": tools.llvm_bolt,
-            "version": tools.version,
-            "input": str(pre),
-            "input_sha256": sha256_file(pre),
-            "input_relocations": True,
-            "profile": str(perf_data),
-            "mode": "non-LBR (perf record -e cpu-clock; perf2bolt -nl)",
-            "output_sha256": digest,
-        }
+        ctx.manifest.bolt = BoltInfo(
+            applied=True,
+            tool=tools.llvm_bolt,
+            version=tools.version,
+            input=str(pre),
+            input_sha256=sha256_file(pre),
+            input_relocations=True,
+            profile=str(perf_data),
+            mode="non-LBR (perf record -e cpu-clock; perf2bolt -nl)",
+            output_sha256=digest,
+        )
         return {"summary": f"rewrote {binary.name} ({ev})"}

@@ -18,7 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from myaccel.build.errors import BuildOptionError
+from myaccel.builder.errors import BuildOptionError
 
 CANDIDATES = (
     "storage/innobase/include/ut0cpu_cache.h",

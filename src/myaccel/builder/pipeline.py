@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from myaccel.build import deps as depcheck
-from myaccel.build.bolt import BoltStage
-from myaccel.build.cross import build_env, target_runner
-from myaccel.build.errors import BuildOptionError, TreeError
-from myaccel.build.flags import (
+from myaccel.builder import deps as depcheck
+from myaccel.builder.bolt import BoltStage
+from myaccel.builder.cross import build_env, target_runner
+from myaccel.builder.errors import BuildOptionError, TreeError
+from myaccel.builder.flags import (
     BuildRequest,
     arch_flags,
     check_arch_flags,
@@ -23,11 +23,28 @@ from myaccel.build.flags import (
     find_toolchain,
     resolve_target,
 )
-from myaccel.build.holdout import HoldoutStage
-from myaccel.build.manifest import MANIFEST, BuildManifest, load_manifest
-from myaccel.build.runner import BuildContext, Layout, NullProgress, ProgressSink, Stage, run_stages
-from myaccel.build.smoke import SmokeStage, smoke_applies
-from myaccel.build.stages import (
+from myaccel.builder.holdout import HoldoutStage
+from myaccel.builder.manifest import (
+    MANIFEST,
+    BuildManifest,
+    CompilerInfo,
+    Dependency,
+    PatchRecord,
+    RequestInfo,
+    SourceInfo,
+    TargetInfo,
+    load_manifest,
+)
+from myaccel.builder.runner import (
+    BuildContext,
+    Layout,
+    NullProgress,
+    ProgressSink,
+    Stage,
+    run_stages,
+)
+from myaccel.builder.smoke import SmokeStage, smoke_applies
+from myaccel.builder.stages import (
     CompileStage,
     ConfigureStage,
     InstallStage,
@@ -37,8 +54,9 @@ from myaccel.build.stages import (
     TrainStage,
     VerifyStage,
 )
-from myaccel.build.tree import SourceTree, detect_tree
-from myaccel.build.verify import ATOMICS_EXPECTED
+from myaccel.builder.tree import SourceTree, detect_tree
+from myaccel.builder.verify import ATOMICS_EXPECTED
+from myaccel.model import same_named
 from myaccel.outdir import check_writable_dir
 from myaccel.paths import myaccel_home
 
@@ -72,9 +90,9 @@ def _check_out_dir(out: Path, tree: SourceTree, resume: bool) -> BuildManifest |
                 hint="pass --resume to continue it (completed stages with unchanged inputs are "
                 "skipped), or choose another --out",
             )
-        if old.source.get("path") != str(src):
+        if old.source.path != str(src):
             raise TreeError(
-                f"{out} holds a build of another tree ({old.source.get('path')})",
+                f"{out} holds a build of another tree ({old.source.path})",
                 hint="choose another --out",
             )
         return old
@@ -179,10 +197,10 @@ def prepare(
     phases["final"] = compose_phase("final", tree, req, tc, arch, layout.profile)
 
     # MySQL cache line: the patch is reviewable before anything is compiled
-    patches: list[dict[str, object]] = []
+    patches: list[PatchRecord] = []
     source_dir: Path | None = None
     if req.wants("cacheline") and ad.cacheline_mode == "patch":
-        from myaccel.build.patch import make_cacheline_patch
+        from myaccel.builder.patch import make_cacheline_patch
 
         patch = make_cacheline_patch(tree.path, req.cacheline_bytes)
         pfile = layout.patches / f"innodb-cacheline-{req.cacheline_bytes}.patch"
@@ -190,7 +208,7 @@ def prepare(
             layout.patches.mkdir(parents=True, exist_ok=True)
             pfile.write_text(patch.diff)
         patches.append(
-            {"files": list(patch.files), "patch": str(pfile), "applied": req.allow_patch}
+            PatchRecord(files=list(patch.files), patch=str(pfile), applied=req.allow_patch)
         )
         if not req.allow_patch:
             raise BuildOptionError(
@@ -206,19 +224,18 @@ def prepare(
     man = old or BuildManifest()
     man.status = "running"
     man.error = ""
-    man.source = {
-        "path": str(tree.path),
-        "flavor": tree.flavor,
-        "version": tree.version,
-        "label": ad.label,
-        "markers": list(tree.markers),
-        "config_headers": list(ad.config_headers),
-        "patched": source_dir is not None,
-        "compiled_from": str(source_dir or tree.path),
-        "notes": list(ad.notes),
-    }
-    if origin is not None:  # --from-installed: the installed server this tree belongs to
-        man.source["from_installed"] = origin
+    man.source = SourceInfo(
+        path=str(tree.path),
+        flavor=tree.flavor,
+        version=tree.version,
+        label=ad.label,
+        markers=list(tree.markers),
+        config_headers=list(ad.config_headers),
+        patched=source_dir is not None,
+        compiled_from=str(source_dir or tree.path),
+        notes=list(ad.notes),
+        from_installed=origin,  # --from-installed: the installed server this tree belongs to
+    )
     man.out_dir = str(layout.out)
     man.build_dir = str(layout.build)
     man.install_dir = str(layout.install)
@@ -226,58 +243,46 @@ def prepare(
     if tc.target_arch == "aarch64":
         atom = req.effective_atomics
         expected_atomics = "outline" if atom == "auto" else atom
-    man.request = {
-        "opts": list(req.opts),
-        "atomics": req.effective_atomics,
-        "atomics_expected": expected_atomics,
-        "target_cpu": req.target_cpu,
-        "cross": req.cross,
-        "jobs": req.jobs,
-        "train_profile": req.train_profile,
-        "train_workload": req.train_workload,
-        "holdout": req.holdout,
-        "train_ops": req.train_ops,
-        "cacheline_bytes": req.cacheline_bytes if req.wants("cacheline") else None,
-        "allow_patch": req.allow_patch,
-        "extra_cmake": list(req.extra_cmake),
-        "compare_with": req.compare_with,
-        "sysroot": req.sysroot,
-    }
-    man.compiler = {
-        "cc": tc.cc,
-        "cxx": tc.cxx,
-        "version": tc.version,
-        "triplet": tc.triplet,
-        "cross": tc.cross,
-        "generator": tc.generator,
-    }
+    if ATOMICS_EXPECTED.get(str(expected_atomics)) is None:
+        expected_atomics = None  # a class verify-build cannot check
+    as_asked = "opts target_cpu cross jobs train_profile train_workload holdout train_ops"
+    as_asked += " allow_patch extra_cmake compare_with sysroot"
+    man.request = RequestInfo(
+        **same_named(req, as_asked.split()),
+        atomics=req.effective_atomics,
+        atomics_expected=expected_atomics,
+        cacheline_bytes=req.cacheline_bytes if req.wants("cacheline") else None,
+    )
+    man.compiler = CompilerInfo(
+        cc=tc.cc,
+        cxx=tc.cxx,
+        version=tc.version,
+        triplet=tc.triplet,
+        cross=tc.cross,
+        generator=tc.generator,
+    )
     if tc.cross:
-        man.compiler["target_runner"] = target_runner(tc.target_arch, tc.cross)
-        man.compiler["build_env"] = {
-            k: v for k, v in build_env(tc.target_arch, tc.cross).items() if v is not None
-        }
-    man.target = {
-        "arch": target.arch,
-        "cpu": target.mcpu,
-        "has_lse": target.has_lse,
-        "source": target.source,
-        "arch_flags": arch,
-        "why": arch_why,
-    }
-    man.flags = {k: v.to_dict() for k, v in phases.items()}
+        man.compiler.target_runner = target_runner(tc.target_arch, tc.cross)
+        env = build_env(tc.target_arch, tc.cross)
+        man.compiler.build_env = {k: v for k, v in env.items() if v is not None}
+    man.target = TargetInfo(
+        **same_named(target, ("arch", "has_lse", "source")),
+        cpu=target.mcpu,
+        arch_flags=arch,
+        why=arch_why,
+    )
+    man.flags = {k: v.record() for k, v in phases.items()}
     man.left_out = ad.left_out()
     man.dependencies = [
-        {
-            "name": r.dep.name,
-            "package": depcheck.package_for(r.dep, tc),
-            "found": r.found,
-            "where": r.where,
-        }
+        Dependency(
+            name=r.dep.name,
+            package=depcheck.package_for(r.dep, tc),
+            found=r.found,
+            where=r.where,
+        )
         for r in dep_results
     ]
     man.patches = patches
-    if ATOMICS_EXPECTED.get(str(expected_atomics)) is None and expected_atomics is not None:
-        man.request["atomics_expected"] = None
     ctx = BuildContext(
         tree=tree,
         request=req,
@@ -310,21 +315,21 @@ def dry_run_plan(
         stage = ConfigureStage("instrumented" if phase == "instrumented" else "final")
         configure[phase] = stage.argv(ctx)
     return {
-        "source": dict(ctx.manifest.source),
+        "source": ctx.manifest.source.model_dump(),
         "out": str(ctx.layout.out),
         "opts": list(req.opts),
-        "compiler": dict(ctx.manifest.compiler),
+        "compiler": ctx.manifest.compiler.model_dump(),
         "compiler_text": tc.describe(),
-        "target": dict(ctx.manifest.target),
+        "target": ctx.manifest.target.model_dump(),
         "cross": {
             "emulator": target_runner(tc.target_arch, tc.cross),
             "env": env,
         }
         if tc.cross
         else None,
-        "dependencies": list(ctx.manifest.dependencies),
+        "dependencies": [d.model_dump() for d in ctx.manifest.dependencies],
         "stages": [s.name for s in stages_for(ctx)],
-        "flags": dict(ctx.manifest.flags),
+        "flags": {k: f.model_dump() for k, f in ctx.manifest.flags.items()},
         "configure": configure,
         "left_out": list(ctx.manifest.left_out),
     }
@@ -388,7 +393,7 @@ def build(
     progress: ProgressSink | None = None,
     origin: dict[str, Any] | None = None,
 ) -> BuildManifest:
-    from myaccel.build.report import format_report
+    from myaccel.builder.report import format_report
 
     ctx = prepare(source, req, out, resume=resume, progress=progress, origin=origin)
     try:

@@ -34,9 +34,9 @@ from typing import IO, Any
 import pymysql
 
 from myaccel import proc
-from myaccel.build.cross import qemu_argv
-from myaccel.build.errors import DependencyMissing, SmokeFailed
-from myaccel.build.runner import BuildContext, Stage
+from myaccel.builder.cross import qemu_argv
+from myaccel.builder.errors import DependencyMissing, SmokeFailed
+from myaccel.builder.runner import BuildContext, Stage
 from myaccel.errors import ConnectionFailed
 from myaccel.server.connection import ConnectParams, connect, query_rows
 
@@ -279,7 +279,7 @@ class SmokeStage(Stage):
         return None
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
-        from myaccel.build.stages import server_binary
+        from myaccel.builder.stages import server_binary
 
         binary = server_binary(ctx, ctx.layout.install)
         if binary is None:
@@ -298,7 +298,7 @@ class SmokeStage(Stage):
             say=note,
         )
         log.write(f"$ {' '.join(res.argv)}\n{res.summary()}\n")
-        ctx.manifest.measurements["smoke"] = res.to_dict()
+        ctx.manifest.measurements.smoke = res.to_dict()
         return {"summary": res.summary()}
 
 

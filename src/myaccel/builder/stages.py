@@ -12,14 +12,14 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from myaccel.build import pgo
-from myaccel.build.cross import build_env, deb_arch, install_hint, target_runner
-from myaccel.build.cross import cmake_args as cross_cmake_args
-from myaccel.build.errors import BuildFailed, TrainingError, VerifyFailed
-from myaccel.build.flags import Phase
-from myaccel.build.manifest import sha256_file
-from myaccel.build.runner import BuildContext, Stage
-from myaccel.build.train import FixtureWorkload, workload_inputs
+from myaccel.builder import pgo
+from myaccel.builder.cross import build_env, deb_arch, install_hint, target_runner
+from myaccel.builder.cross import cmake_args as cross_cmake_args
+from myaccel.builder.errors import BuildFailed, TrainingError, VerifyFailed
+from myaccel.builder.flags import Phase
+from myaccel.builder.manifest import Callgrind, MissingProfile, sha256_file
+from myaccel.builder.runner import BuildContext, Stage
+from myaccel.builder.train import FixtureWorkload, workload_inputs
 
 _NINJA_RE = re.compile(r"^\[(\d+)/(\d+)\]")
 _MAKE_RE = re.compile(r"^\[\s*(\d+)%\]")
@@ -214,13 +214,10 @@ class CompileStage(PhaseStage):
                 "\n".join(warn_lines), server_binary(ctx, ctx.layout.train_install)
             ) or pgo.split_hot(missing, ctx.layout.build, ad.server_target, ctx.src, ad.hot_dirs)
             hot, other, method = split
-            ctx.manifest.pgo["missing_profile"] = {
-                "warnings": counted["n"],
-                "hot": hot,
-                "other": other,
-                "server_sources_from": method,
-            }
-            ctx.manifest.pgo["use_build_done"] = True
+            ctx.manifest.pgo.missing_profile = MissingProfile(
+                warnings=counted["n"], hot=hot, other=other, server_sources_from=method
+            )
+            ctx.manifest.pgo.use_build_done = True
             detail["missing_profile_warnings"] = counted["n"]
             detail["summary"] += (
                 f", {counted['n']} -Wmissing-profile warning(s) ({len(hot)} in server sources)"
@@ -286,7 +283,7 @@ class TrainStage(Stage):
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
         ctx.layout.profile.mkdir(parents=True, exist_ok=True)
-        ctx.manifest.pgo["training_started"] = time.time()
+        ctx.manifest.pgo.training_started = time.time()
         binary = server_binary(ctx, ctx.layout.train_install)
         if binary is None:
             raise TrainingError(
@@ -294,7 +291,7 @@ class TrainStage(Stage):
                 hint="rerun without --resume so the instrumented build is installed again",
             )
         if ctx.tree.adapter.trainer == "fixture":
-            from myaccel.build.train import train_fixture
+            from myaccel.builder.train import train_fixture
 
             prefix = target_runner(ctx.toolchain.target_arch, ctx.toolchain.cross)
             wl = FixtureWorkload(ops=ctx.request.train_ops, threads=2)
@@ -306,7 +303,7 @@ class TrainStage(Stage):
                     "PGO training of a cross-built server is not supported here",
                     hint="build on the target machine (or drop pgo for the cross build)",
                 )
-            from myaccel.build.train import train_sandbox, training_workload
+            from myaccel.builder.train import train_sandbox, training_workload
 
             r = ctx.request
             detail = train_sandbox(
@@ -328,19 +325,16 @@ class ProfileCheckStage(Stage):
         return {"hot": list(ctx.tree.adapter.hot_sources)}
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
-        since = float(ctx.manifest.pgo.get("training_started") or 0)
+        since = float(ctx.manifest.pgo.training_started or 0)
         cov = pgo.check_coverage(ctx.layout.profile, ctx.tree.adapter.hot_sources, since)
         log.write(f"profiles: {cov.profiles} ({cov.nonempty} non-empty, {cov.fresh} fresh)\n")
         for f in pgo.list_profiles(ctx.layout.profile)[:2000]:
             log.write(f"  {f.size_bytes:>9} {f.object_path}\n")
-        ctx.manifest.pgo.update(
-            {
-                "profile_dir": str(ctx.layout.profile),
-                "profiles": cov.profiles,
-                "hot_found": cov.hot_found,
-                "hot_missing": cov.hot_missing,
-            }
-        )
+        pgo_info = ctx.manifest.pgo
+        pgo_info.profile_dir = str(ctx.layout.profile)
+        pgo_info.profiles = cov.profiles
+        pgo_info.hot_found = list(cov.hot_found)
+        pgo_info.hot_missing = list(cov.hot_missing)
         if cov.fresh == 0:
             raise TrainingError(
                 f"training produced no profiles in {ctx.layout.profile} "
@@ -368,7 +362,7 @@ class VerifyStage(Stage):
         return {"binaries": dict(ctx.manifest.binaries), "bolt": ctx.manifest.bolt}
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
-        from myaccel.build.verify import run_checks
+        from myaccel.builder.verify import run_checks
 
         binary = server_binary(ctx, ctx.layout.install)
         if binary is None:
@@ -413,7 +407,7 @@ class MeasureStage(Stage):
         return None
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
-        from myaccel.build.measure import callgrind_ir
+        from myaccel.builder.measure import callgrind_ir
 
         if ctx.tree.adapter.trainer != "fixture":
             return measure_server(ctx, log)
@@ -436,7 +430,7 @@ class MeasureStage(Stage):
             delta = 100.0 * (mine.ir_total - base.ir_total) / base.ir_total
             res["delta_pct"] = round(delta, 2)  # type: ignore[assignment]
             summary += f" vs {base.ir_per_op:.1f} baseline ({delta:+.1f}%)"
-        ctx.manifest.measurements["callgrind"] = res
+        ctx.manifest.measurements.callgrind = Callgrind.model_validate(res)
         return {"summary": summary, **res}
 
 
@@ -446,7 +440,7 @@ def measure_server(ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
     ``--compare-with`` (another build of the same version) in the same sandbox."""
     import contextlib
 
-    from myaccel.profile.simulate import simulate
+    from myaccel.profile.simulate import SimulationRequest, simulate
     from myaccel.server.sandbox import Sandbox
 
     home = ctx.layout.work / "home"
@@ -468,10 +462,12 @@ def measure_server(ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
         for label, basedir in arms:
             sim = simulate(
                 sb,
-                out_dir=ctx.layout.work / "simulate" / label,
-                tool="callgrind",
-                basedir=basedir or str(ctx.layout.install),
-                progress=note,
+                SimulationRequest(
+                    out_dir=ctx.layout.work / "simulate" / label,
+                    tool="callgrind",
+                    basedir=basedir or str(ctx.layout.install),
+                ),
+                note,
             )
             per_q = sim.instructions / sim.queries if sim.queries else float("nan")
             res[label] = {
@@ -491,7 +487,7 @@ def measure_server(ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
         with contextlib.suppress(Exception):
             sb.destroy()
     res["workload"] = res["this_build"]["workload"]
-    ctx.manifest.measurements["callgrind"] = res
+    ctx.manifest.measurements.callgrind = Callgrind.model_validate(res)
     summary = f"{res['this_build']['ir_per_op']:.0f} Ir/query"
     if res.get("delta_pct") is not None:
         summary += f" ({res['delta_pct']:+.1f}% vs baseline)"
@@ -511,7 +507,7 @@ class PatchStage(Stage):
         return ctx.source_dir is not None and ctx.source_dir.is_dir()
 
     def run(self, ctx: BuildContext, log: IO[str]) -> dict[str, Any]:
-        from myaccel.build.patch import apply_to_copy, make_cacheline_patch
+        from myaccel.builder.patch import apply_to_copy, make_cacheline_patch
 
         assert ctx.source_dir is not None
         patch = make_cacheline_patch(ctx.tree.path, ctx.request.cacheline_bytes)

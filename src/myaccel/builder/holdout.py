@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from myaccel.build.runner import BuildContext, Stage
-from myaccel.build.train import ReplayWorkload, train_sandbox, workload_inputs
+from myaccel.builder.runner import BuildContext, Stage
+from myaccel.builder.train import ReplayWorkload, train_sandbox, workload_inputs
 
 REGRESSION_PCT = 5.0
 
@@ -64,7 +64,7 @@ class HoldoutStage(Stage):
             res[label] = {"basedir": str(basedir), "statements_per_s": run["statements_per_s"]}
         base = res.get("baseline", {}).get("statements_per_s")
         res.update(holdout_verdict(res["this_build"]["statements_per_s"], base))
-        ctx.manifest.measurements["holdout"] = res
+        ctx.manifest.measurements.holdout = res
         qps = res["this_build"]["statements_per_s"]
         summary = f"held-out replay: {qps or 0:,.0f} statements/s"
         if res["delta_pct"] is not None:

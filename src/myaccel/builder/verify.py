@@ -13,16 +13,18 @@ import mmap
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
-from myaccel.build.bolt import has_bolt_marker
-from myaccel.build.manifest import (
+from myaccel.builder.manifest import (
     MANIFEST,
+    BoltInfo,
     BuildManifest,
     CheckResult,
+    MissingProfile,
+    RequestInfo,
     load_manifest,
     sha256_file,
 )
+from myaccel.builder.markers import has_bolt_marker
 from myaccel.errors import BinaryError, MyaccelError
 from myaccel.facts.binary import collect_binary
 from myaccel.model import BinaryFacts
@@ -73,7 +75,7 @@ def cacheline_found(
             f"compile_commands.json: -DCPU_LEVEL1_DCACHE_LINESIZE={v} in {n} of {len(entries)} compile commands"
         )
     if source_dir is not None:
-        from myaccel.build.patch import CANDIDATES
+        from myaccel.builder.patch import CANDIDATES
 
         for rel, text in _readable(source_dir, CANDIDATES):
             mc = re.search(
@@ -92,7 +94,7 @@ def reclassify_missing_profiles(
 ) -> tuple[list[str], list[str], str] | None:
     """The optimized build's -Wmissing-profile warnings split by object, from its log and
     the instrumented server under OUT/train-install (None when either is gone)."""
-    from myaccel.build import pgo
+    from myaccel.builder import pgo
 
     st = manifest.stage("build")
     if st is None or not st.log or not Path(st.log).is_file() or not manifest.install_dir:
@@ -162,19 +164,17 @@ def run_checks(
     binary: Path, manifest: BuildManifest | None
 ) -> tuple[BinaryFacts, list[CheckResult]]:
     facts = collect_binary(binary)
-    req = manifest.request if manifest else {}
+    req = manifest.request if manifest else RequestInfo()
     # BOLT rewrites the binary and drops its DWARF: the compiler's traces (PGO, LTO) are
     # read from the linked binary it started from, kept under OUT/bolt.
     built = facts
     built_note = ""
-    pre = (
-        Path(str(manifest.bolt.get("input"))) if manifest and manifest.bolt.get("applied") else None
-    )
+    pre = Path(str(manifest.bolt.input)) if manifest and manifest.bolt.applied else None
     if pre is not None and pre.is_file():
         built = collect_binary(pre)
         built_note = f" [read from the pre-BOLT binary {pre.name}]"
 
-    opts = set(req.get("opts") or [])
+    opts = set(req.opts)
     out: list[CheckResult] = []
     out += _pgo_checks(binary, built, built_note, opts, manifest)
     out.append(_instrumentation_check(facts))
@@ -245,13 +245,12 @@ def _pgo_checks(
 
 def _missing_profile_check(binary: Path, manifest: BuildManifest) -> CheckResult:
     """-Wmissing-profile warnings of the optimized build for the server's own sources."""
-    warn = manifest.pgo.get("missing_profile", {})
-    hot = list(warn.get("hot", []))
-    other = list(warn.get("other", []))
+    warn = manifest.pgo.missing_profile or MissingProfile()
+    hot, other = list(warn.hot), list(warn.other)
     fresh = reclassify_missing_profiles(manifest, binary)
     if fresh is not None:  # manifests of earlier versions split by source file
         hot, other, _ = fresh
-    if not manifest.pgo.get("use_build_done"):
+    if not manifest.pgo.use_build_done:
         return _c(
             "pgo-missing-profile",
             "No -Wmissing-profile warnings",
@@ -305,9 +304,9 @@ def _lto_check(built: BinaryFacts, built_note: str, opts: set[str], *, have: boo
     return _c("lto", "LTO traces", "skip", f"LTO not requested (binary: {lto_ev[:160]})")
 
 
-def _atomics_check(facts: BinaryFacts, req: dict[str, Any]) -> CheckResult:
+def _atomics_check(facts: BinaryFacts, req: RequestInfo) -> CheckResult:
     at = facts.atomics.value
-    want = ATOMICS_EXPECTED.get(str(req.get("atomics_expected") or ""))
+    want = ATOMICS_EXPECTED.get(str(req.atomics_expected or ""))
     if at is None:
         return _c("atomics", "Atomics class", "unknown", facts.atomics.unknown or "")
     if at.klass == "not-applicable":
@@ -332,21 +331,21 @@ def _bolt_checks(
                 f"BOLT not requested ({facts.relocations.source or facts.relocations.unknown})",
             )
         ]
-    bolt = manifest.bolt if manifest else {}
-    if bolt.get("applied"):
+    bolt = manifest.bolt if manifest else BoltInfo()
+    if bolt.applied:
         ok, ev = has_bolt_marker(binary)
-        rel = bolt.get("input_relocations")
+        rel = bolt.input_relocations
         return [
             _c("bolt", "BOLT applied", "pass" if ok else "fail", ev, ".note.bolt_info"),
             _c(
                 "relocations",
                 title,
                 "pass" if rel else "fail",
-                f"pre-BOLT binary {bolt.get('input')}: .rela.text {'present' if rel else 'absent'}",
+                f"pre-BOLT binary {bolt.input}: .rela.text {'present' if rel else 'absent'}",
                 ".rela.text",
             ),
         ]
-    why = str(bolt.get("skipped") or "the BOLT stage did not run")
+    why = str(bolt.skipped or "the BOLT stage did not run")
     return [
         _c("bolt", "BOLT applied", "skip", why),
         _c(
@@ -359,16 +358,15 @@ def _bolt_checks(
     ]
 
 
-def _cacheline_check(req: dict[str, Any], manifest: BuildManifest | None) -> CheckResult:
+def _cacheline_check(req: RequestInfo, manifest: BuildManifest | None) -> CheckResult:
     """The cache line in the generated config / compile flags."""
     title = "Cache line in the generated config"
     if manifest is None:
         return _c("cacheline", title, "unknown", "needs the build directory: pass --manifest")
-    expected = int(req.get("cacheline_bytes") or 128)
-    src_copy = Path(manifest.source["compiled_from"]) if manifest.source.get("patched") else None
-    values, where = cacheline_found(
-        Path(manifest.build_dir), list(manifest.source.get("config_headers") or []), src_copy
-    )
+    expected = int(req.cacheline_bytes or 128)
+    source = manifest.source
+    src_copy = Path(source.compiled_from) if source.patched else None
+    values, where = cacheline_found(Path(manifest.build_dir), list(source.config_headers), src_copy)
     if values:
         st = "pass" if expected in values and len(values) == 1 else "fail"
         return _c("cacheline", title, st, "; ".join(where), str(expected))
@@ -376,7 +374,7 @@ def _cacheline_check(req: dict[str, Any], manifest: BuildManifest | None) -> Che
         "cacheline",
         title,
         "fail",
-        f"no CPU_LEVEL1_DCACHE_LINESIZE in {', '.join(manifest.source.get('config_headers') or [])} "
+        f"no CPU_LEVEL1_DCACHE_LINESIZE in {', '.join(source.config_headers)} "
         "or compile_commands.json",
         str(expected),
     )
