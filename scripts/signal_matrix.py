@@ -455,9 +455,14 @@ def _diff(a: dict[str, str], b: dict[str, str]) -> list[str]:
 
 def reset(lab: Lab, cmd: Command | None = None) -> None:
     """Back to a known state between cases: no journal in effect, the sandbox running on
-    its own configuration (and an empty sbtest for a command that prepares its own)."""
+    its own configuration (and an empty sbtest for a command that prepares its own), so
+    that a case that failed to put things back does not fail the next one too."""
     _myaccel(lab, ["rollback", *lab.conn_args()])
     _myaccel(lab, ["sandbox", "start", lab.sandbox])
+    state = json.loads((lab.home / "sandboxes" / lab.sandbox / "state.json").read_text())
+    active = state.get("active_config") or {}
+    if active.get("config_file") or active.get("sets") or active.get("basedir"):
+        _myaccel(lab, ["sandbox", "restart", lab.sandbox, "--base-config"])
     if cmd is not None and cmd.fresh_schema:
         _sql(lab, "DROP DATABASE IF EXISTS sbtest")
         _sql(lab, "CREATE DATABASE sbtest")
@@ -529,7 +534,8 @@ def main() -> int:
                         f"{'ok  ' if o.ok else 'FAIL'} {o.command:10} {o.point:22} {sig:5} "
                         f"exit {o.exit_code} {o.seconds:5.1f}s "
                         f"secrets={o.secret_files} children={o.children_left} "
-                        f"server={o.server_changed[:3]} half={o.bad_sandboxes}"
+                        f"server={o.server_changed[:3]} next={o.repaired_by_next} "
+                        f"half={o.bad_sandboxes}"
                         + ("" if o.reached else f" NOT REACHED: {o.tail}"),
                         flush=True,
                     )
