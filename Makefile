@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe fleet-test
+.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe fleet-test lab-test
 
 system-deps:
 	@bash scripts/ensure-system-deps.sh
@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: venv
-	$(BIN)/ruff check src tests ansible
-	$(BIN)/ruff format --check src tests ansible
+	$(BIN)/ruff check src tests ansible lab
+	$(BIN)/ruff format --check src tests ansible lab
 
 typecheck: venv
 	$(BIN)/mypy
@@ -43,6 +43,13 @@ test: system-deps venv lint typecheck
 # The Ansible collection (ansible/) against three local hosts, each with its own sandbox.
 fleet-test: system-deps venv
 	$(BIN)/python ansible/tests/fleet_test.py
+
+# The lab (docs/lab.md): a Debian 12 systemd guest under qemu (TCG), its image cached under
+# $MYACCEL_LAB_CACHE (/var/cache/myaccel-lab), myaccel's wheel installed in it, checked over
+# ssh. Not part of `make test`: its tests live in lab/tests, outside pytest's testpaths.
+lab-test: venv
+	@bash scripts/ensure-lab-deps.sh
+	$(BIN)/pytest -q -m lab --timeout 3600 --durations=0 -p no:cacheprovider lab/tests
 
 demo: system-deps venv
 	@bash scripts/demo.sh

@@ -295,7 +295,10 @@ def make_lab(work: Path) -> Lab:
 
 
 def server_variables(lab: Lab) -> dict[str, str]:
-    rows = _sql(lab, "SHOW GLOBAL VARIABLES")
+    try:
+        rows = _sql(lab, "SHOW GLOBAL VARIABLES")
+    except Exception as exc:  # a server left down is a server not as before
+        return {"(server)": f"unreachable: {type(exc).__name__}"}
     out = {r[0]: r[1] for r in rows if not VOLATILE.match(r[0])}
     with contextlib.suppress(Exception):
         for r in _sql(

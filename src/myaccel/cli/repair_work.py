@@ -114,12 +114,15 @@ def _restore_abandoned_arms(note: Note) -> None:
             sb = Sandbox.load(name)
             if sb.is_running():
                 sb.restart(reset=True)
-                note(
-                    f"note: {owner.command} (pid {owner.pid}) was killed and left sandbox "
-                    f"'{name}' on an arm's configuration; restarted it on its base configuration"
-                )
-            else:
+                what = "restarted it on its base configuration"
+            else:  # killed between stopping it and starting the next arm
                 sb.forget_owner()
+                sb.start()
+                what = "started it again on its base configuration (it was left stopped)"
+            note(
+                f"note: {owner.command} (pid {owner.pid}) was killed and left sandbox "
+                f"'{name}' on an arm's configuration; {what}"
+            )
         except (MyaccelError, OSError) as exc:
             note(
                 f"warning: sandbox '{name}' was left on an arm's configuration by a killed "

@@ -1,0 +1,74 @@
+"""`python -m lab build | boot DIR | ssh DIR [COMMAND] | stop DIR`: the lab by hand.
+
+`boot` leaves the guest running (state in DIR/guest.json) for a person to look around in;
+`stop` powers it off. The tests use the same classes (lab/tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from lab.config import cache_dir
+from lab.errors import LabError
+from lab.guest import Guest
+from lab.image import Image, build_image, cached_image
+from lab.preflight import missing_reason
+from lab.timing import Timings
+from lab.topology import LAB_TOPOLOGY
+
+USAGE = "usage: python -m lab build | boot DIR | ssh DIR [COMMAND...] | stop DIR"
+
+
+def _saved(workdir: Path, timings: Timings) -> Guest:
+    state = json.loads((workdir / "guest.json").read_text())
+    guest = Guest(Image(Path(state["image"])), LAB_TOPOLOGY, workdir, timings, port=state["port"])
+    guest.pid = state["pid"]
+    guest.boots = state["boots"]
+    return guest
+
+
+def _boot(workdir: Path, timings: Timings) -> None:
+    reason = missing_reason(cache_dir(), image_cached=cached_image() is not None)
+    if reason:
+        raise LabError(reason)
+    guest = Guest(build_image(timings), LAB_TOPOLOGY, workdir, timings)
+    guest.boot()
+    state = {
+        "image": str(guest.image.directory),
+        "port": guest.port,
+        "pid": guest.pid,
+        "boots": guest.boots,
+    }
+    (workdir / "guest.json").write_text(json.dumps(state) + "\n")
+    print(f"ssh: python -m lab ssh {workdir}   (pid {guest.pid}, port {guest.port})")
+
+
+def main(argv: list[str]) -> int:
+    timings = Timings()
+    try:
+        match argv:
+            case ["build"]:
+                print(build_image(timings).directory)
+            case ["boot", directory]:
+                _boot(Path(directory), timings)
+            case ["ssh", directory, *command]:
+                guest = _saved(Path(directory), timings)
+                os.execvp("ssh", guest.ssh_argv(" ".join(command)))
+            case ["stop", directory]:
+                _saved(Path(directory), timings).stop()
+            case _:
+                print(USAGE, file=sys.stderr)
+                return 2
+    except LabError as e:
+        print(e, file=sys.stderr)
+        return 1
+    for line in timings.table():
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,98 @@
+"""myaccel into the guest the way a DBA installs it: the wheel built on the host, its pinned
+dependencies as wheels downloaded on the host for the guest's Python (3.11, glibc 2.36), a
+venv in the guest installed with `--no-index` (the guest needs no network), and
+`/usr/local/bin/myaccel`. The repository tree never enters the guest.
+
+The guest reaches PyPI through qemu's user-mode NAT, but this host's TLS is intercepted by a
+CA only the host trusts, so the guest's pip cannot verify pypi.org: hence the wheelhouse.
+`--no-compile`: byte-compiling all of scipy and matplotlib under TCG took 227 s; what myaccel
+imports is compiled on first use instead."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from lab.errors import LabError
+from lab.guest import Guest
+from lab.timing import Timings
+
+REPO = Path(__file__).resolve().parents[1]
+GUEST_VENV = "/opt/myaccel"
+GUEST_WHEELS = "/root/myaccel-wheels"
+# Debian 12's python3 and glibc 2.36: every manylinux tag up to 2_36 (pip does not expand
+# a --platform manylinux_2_36 to the older ones itself).
+GUEST_PYTHON = "3.11"
+GUEST_PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in range(36, 16, -1)] + ["manylinux2014_x86_64"]
+
+
+def _host(argv: list[str], what: str, timeout: float = 900) -> None:
+    r = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        last = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:]
+        raise LabError(f"lab: {what} failed (exit {r.returncode}): {' '.join(last)}")
+
+
+def build_wheel(outdir: Path, timings: Timings) -> Path:
+    """`python -m build --wheel` of this checkout, as the Ansible collection's wheel."""
+    with timings.step("wheel build (host)"):
+        _host(
+            [sys.executable, "-m", "build", "--wheel", "--outdir", str(outdir), str(REPO)],
+            "python -m build --wheel",
+        )
+    wheels = sorted(outdir.glob("myaccel-*.whl"))
+    if len(wheels) != 1:
+        raise LabError(f"lab: expected one myaccel wheel in {outdir}, found {len(wheels)}")
+    return wheels[0]
+
+
+def _dependencies() -> list[str]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    deps: list[str] = project["dependencies"]
+    return deps
+
+
+def wheelhouse(cache: Path, timings: Timings) -> Path:
+    """The pinned dependencies as wheels for the guest, cached by the pin list."""
+    deps = _dependencies()
+    key = hashlib.sha256(json.dumps([deps, GUEST_PYTHON, GUEST_PLATFORMS]).encode()).hexdigest()[
+        :16
+    ]
+    house = cache / "wheelhouse" / key
+    if (house / ".complete").exists():
+        timings.say(f"lab: wheelhouse {house} (cached)")
+        return house
+    house.mkdir(parents=True, exist_ok=True)
+    argv = [
+        sys.executable, "-m", "pip", "download", "-q",
+        "--dest", str(house),
+        "--only-binary=:all:",
+        "--python-version", GUEST_PYTHON,
+        "--implementation", "cp",
+        *(f"--platform={platform}" for platform in GUEST_PLATFORMS),
+        *deps,
+    ]  # fmt: skip
+    with timings.step("wheelhouse (pip download on the host)"):
+        _host(argv, "pip download")
+    (house / ".complete").touch()
+    return house
+
+
+def install(guest: Guest, wheel: Path, house: Path, timings: Timings) -> str:
+    """Install into the guest; returns `myaccel --version` as the guest prints it."""
+    with timings.step("copy wheels into the guest (scp)"):
+        guest.run(f"rm -rf {GUEST_WHEELS} && mkdir -p {GUEST_WHEELS}")
+        guest.copy_in([wheel, *sorted(house.glob("*.whl"))], GUEST_WHEELS + "/")
+    with timings.step("pip install in the guest (offline)"):
+        guest.run(f"python3 -m venv {GUEST_VENV}")
+        guest.run(
+            f"{GUEST_VENV}/bin/pip install -q --no-compile --no-index --find-links {GUEST_WHEELS} "
+            f"{GUEST_WHEELS}/{wheel.name}",
+            timeout=1800,
+        )
+        guest.run(f"ln -sf {GUEST_VENV}/bin/myaccel /usr/local/bin/myaccel")
+    return guest.run("myaccel --version", timeout=300).strip()

@@ -1,0 +1,46 @@
+"""Whether this machine can run the lab; the answer is a skip reason or None."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from lab.config import NEEDED_FREE_BYTES
+
+TOOLS = {
+    "qemu-system-x86_64": "qemu-system-x86",
+    "qemu-img": "qemu-utils",
+    "debootstrap": "debootstrap",
+    "mkfs.ext4": "e2fsprogs",
+    "ssh": "openssh-client",
+    "scp": "openssh-client",
+    "ssh-keygen": "openssh-client",
+}
+
+
+def _free_bytes(path: Path) -> int:
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def missing_reason(cache: Path, image_cached: bool) -> str | None:
+    """Why the lab cannot run here, or None. A cached image needs neither debootstrap nor
+    root's right to build one, only room for an overlay."""
+    for tool, package in TOOLS.items():
+        if tool == "debootstrap" and image_cached:
+            continue
+        if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
+            return f"lab: {tool} is missing (apt-get install {package}, or make lab-test)"
+    if not image_cached and os.geteuid() != 0:
+        return "lab: building the guest image needs root (debootstrap)"
+    free = _free_bytes(cache)
+    needed = NEEDED_FREE_BYTES if not image_cached else NEEDED_FREE_BYTES // 4
+    if free < needed:
+        return (
+            f"lab: {free / 1024**3:.1f} GiB free under {cache}, the lab needs "
+            f"{needed / 1024**3:.0f} GiB (set MYACCEL_LAB_CACHE to a larger disk)"
+        )
+    return None

@@ -1,0 +1,45 @@
+"""What the host-layer tests read and run in the guest: THP, the sysctl, myaccel's managed
+files, and plan + apply + rollback with the server reached on its socket."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lab.guest import Guest
+
+# plan and apply reach the server the same way (see test_plan_then_apply_on_the_default_socket)
+SERVER = "-S /run/mysqld/mysqld.sock -u root"
+THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+NUMA_BALANCING = "/proc/sys/kernel/numa_balancing"
+MANAGED = ("/etc/sysctl.d/99-myaccel.conf", "/etc/tmpfiles.d/99-myaccel.conf")
+DROP_IN = "/etc/systemd/system/mariadb.service.d/99-myaccel.conf"
+
+
+def thp_mode(guest: Guest) -> str:
+    return guest.run(f"cat {THP}").split("[", 1)[1].split("]", 1)[0]
+
+
+def numa_balancing(guest: Guest) -> str:
+    return guest.run(f"cat {NUMA_BALANCING}").strip()
+
+
+def existing(guest: Guest, paths: tuple[str, ...]) -> list[str]:
+    return guest.run(f"ls -1 {' '.join(paths)} 2>/dev/null || true").split()
+
+
+def apply_json(guest: Guest, flags: str) -> Any:
+    """A plan of the os and numa layers, then apply. Without the server layer the placement
+    holds the server's current 128 MiB buffer pool: always numa-binding to node 0, with
+    numa-balancing-off (a full plan's 1280 MiB pool does not fit in 85% of node 0)."""
+    guest.run(
+        f"cd /root && myaccel plan {SERVER} --layers os,numa --out plan.json >/dev/null",
+        timeout=900,
+    )
+    return json.loads(
+        guest.run(f"cd /root && myaccel apply plan.json {SERVER} {flags} --yes --json", timeout=900)
+    )
+
+
+def rollback_json(guest: Guest) -> Any:
+    return json.loads(guest.run("myaccel rollback --json", timeout=900))
