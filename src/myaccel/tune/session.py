@@ -140,20 +140,11 @@ def _check_out(req: TuneRequest, out: Path) -> tuple[Facts, Plan] | None:
 
 def _check_not_busy(out: Path) -> None:
     """A study another tune holds (its lock taken) is refused before the sandbox is
-    restarted under it; the lock file is only tested, never created here."""
-    lock_path = out / "study.lock"
-    if not lock_path.exists():
-        return
-    import filelock
+    restarted under it; a lock file that is not there is not created here."""
+    if (out / "study.lock").exists():
+        from myaccel.tune.study import take_study_lock
 
-    lock = filelock.FileLock(str(lock_path))
-    try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
-        raise UsageError(
-            f"another tune is running on '{out}'", hint="wait for it, or stop it first"
-        ) from None
-    lock.release()
+        take_study_lock(out).release()
 
 
 def _server_knobs_of_sandbox(req: TuneRequest) -> ServerKnobs:

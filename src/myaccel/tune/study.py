@@ -30,6 +30,7 @@ from myaccel.tune.objective import Sample
 from myaccel.tune.space import Dim, ParamValue, Space
 
 if TYPE_CHECKING:
+    import filelock
     import optuna
 
 STUDY_FILE = "study.db"
@@ -64,6 +65,20 @@ class StudyBusy(UsageError, code="tune-busy"):
     pass
 
 
+def take_study_lock(out: Path) -> filelock.FileLock:
+    """The study's lock in ``out``, taken (``StudyBusy`` when another tune holds it)."""
+    import filelock
+
+    lock = filelock.FileLock(str(out / "study.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        raise StudyBusy(
+            f"another tune is running on '{out}'", hint="wait for it, or stop it first"
+        ) from None
+    return lock
+
+
 class Study:
     """One `tune` study in ``out/study.db``."""
 
@@ -78,7 +93,6 @@ class Study:
     def open(cls, out: Path, *, resume: bool, seed: int, startup_trials: int) -> Iterator[Study]:
         """The study of ``out`` (created, or loaded with ``resume``), locked against a
         second `tune` on the same directory."""
-        import filelock
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -95,13 +109,7 @@ class Study:
                 f"no tune study to resume in '{out}'", hint="run without --resume to start one"
             )
         out.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(str(out / "study.lock"))
-        try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
-            raise StudyBusy(
-                f"another tune is running on '{out}'", hint="wait for it, or stop it first"
-            ) from None
+        lock = take_study_lock(out)
         try:
             storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
             sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup_trials)
