@@ -24,6 +24,18 @@ def numa_balancing(guest: Guest) -> str:
     return guest.run(f"cat {NUMA_BALANCING}").strip()
 
 
+def main_pid(guest: Guest) -> int:
+    return int(guest.run("systemctl show -P MainPID mariadb.service").strip())
+
+
+def placement(guest: Guest, pid: int) -> tuple[str, str]:
+    """The server's CPUs (``Cpus_allowed_list``) and its memory policy (the policy column
+    of its first mapping in ``numa_maps``: ``default``, ``bind:0``, ``interleave:0-1``)."""
+    cpus = guest.run(f"grep ^Cpus_allowed_list: /proc/{pid}/status").split()[1]
+    policy = guest.run(f"head -1 /proc/{pid}/numa_maps").split()[1]
+    return cpus, policy
+
+
 def existing(guest: Guest, paths: tuple[str, ...]) -> list[str]:
     return guest.run(f"ls -1 {' '.join(paths)} 2>/dev/null || true").split()
 

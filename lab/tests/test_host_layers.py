@@ -4,6 +4,8 @@ the server's NUMA placement after a restart through systemd."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lab.guest import Guest
@@ -13,7 +15,9 @@ from lab.tests.guestcmd import (
     THP,
     apply_json,
     existing,
+    main_pid,
     numa_balancing,
+    placement,
     rollback_json,
     thp_mode,
 )
@@ -39,35 +43,40 @@ def test_apply_sysctl_and_thp_then_rollback(myaccel_guest: Guest) -> None:
     assert existing(guest, MANAGED) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="myaccel bug: plan probes the server on the default socket, apply without server "
-    "options does not, so apply refuses the plan as made for other facts (docs/lab.md)",
-)
 def test_plan_then_apply_on_the_default_socket(myaccel_guest: Guest) -> None:
+    """Found by the lab: plan reached the server on the default socket, apply (no server
+    options) did not, and refused the plan as made for other facts."""
     guest = myaccel_guest
     guest.run("cd /root && myaccel plan --out plain.json >/dev/null", timeout=900)
     r = guest.ssh("cd /root && myaccel apply plain.json --only os-thp --dry-run", timeout=900)
     assert r.returncode == 0, r.stderr.strip()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="myaccel bug: the numa-binding drop-in says NUMAPolicy=cpus 0-1; memory bind nodes 0, "
-    "which systemd ignores ('Invalid NUMA policy type'), and verify reports no drift (docs/lab.md)",
-)
 def test_numa_binding_places_the_server_through_systemd(myaccel_guest: Guest) -> None:
+    """Found by the lab: the binding was one key systemd rejected, the unit was never
+    restarted and verify saw no drift. Now: systemd's three keys, the unit restarted by
+    apply, the kernel's placement read from /proc, drift seen by verify, rollback."""
     guest = myaccel_guest
+    pid0 = main_pid(guest)
+    keys = ("NUMAPolicy", "NUMAMask", "CPUAffinity")
     try:
-        apply_json(guest, "--only numa-binding")
-        guest.run("systemctl restart mariadb.service", timeout=600)
-        pid = guest.run("systemctl show -P MainPID mariadb.service").strip()
-        status = guest.run(f"grep -E '^(Cpus|Mems)_allowed_list' /proc/{pid}/status")
-        allowed = dict(line.split(":\t") for line in status.splitlines())
-        assert allowed == {"Cpus_allowed_list": "0-1", "Mems_allowed_list": "0"}, allowed
+        applied = apply_json(guest, "--only numa-binding")
+        assert {c["target"] for c in applied["changes"]} == {
+            f"systemd:mariadb.service/{k}" for k in keys
+        }
+        pid = main_pid(guest)
+        assert pid != pid0, "apply restarts the unit itself"
+        assert placement(guest, pid) == ("0-1", "bind:0")
+        assert guest.ssh("myaccel verify").returncode == 0
+        # a value systemd cannot read (what myaccel used to write): verify names it
+        guest.run(f"sed -i 's/^NUMAPolicy=bind$/NUMAPolicy=cpus 0-1/' {DROP_IN}")
+        guest.run("systemctl daemon-reload")
+        r = guest.ssh("myaccel verify --json")
+        assert r.returncode == 1, r.stdout
+        assert [d["target"] for d in json.loads(r.stdout)["drift"]] == [
+            "systemd:mariadb.service/NUMAPolicy"
+        ]
     finally:
         guest.ssh("myaccel rollback", timeout=900)
-        guest.ssh("systemctl restart mariadb.service", timeout=600)
     assert existing(guest, (DROP_IN,)) == []
+    assert placement(guest, main_pid(guest)) == ("0-3", "default"), "rollback restarted it"

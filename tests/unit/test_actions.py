@@ -352,6 +352,22 @@ def test_systemd_without_runner_on_a_sysroot_runs_nothing(root: Path, jdir: Path
         SystemdDropInSetting("mysqld.service", "NUMAPolicy", root=root).plan("bind")
 
 
+def test_systemd_readings_compared_as_systemd_prints_them(tmp_path: Path) -> None:
+    """What apply and verify compare with ``systemctl show -P``: lists as sets of numbers,
+    words without case; a value systemd ignored ('n/a', empty) is not the one written."""
+    from myaccel.actions.settings.systemd import cgroup_unit, main_pid_unit, same_value
+
+    assert same_value("CPUAffinity", "0 1", "0-1") and same_value("NUMAMask", "0-3", "0,1,2,3")
+    assert not same_value("NUMAMask", "0", "0-1") and not same_value("NUMAMask", "n/a", "0")
+    assert same_value("NUMAPolicy", "bind", "Bind") and not same_value("NUMAPolicy", "n/a", "bind")
+    line = "0::/system.slice/mariadb.service"
+    assert cgroup_unit(f"1:name=x:/\n{line}\n") == ("mariadb.service", line)
+    assert cgroup_unit("0::/user.slice/user-0.slice/session-3.scope\n") is None
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "cgroup").write_text(line + "\n")
+    assert main_pid_unit(7, tmp_path) is None  # this host is not run by systemd
+
+
 # ---------------------------------------------------------------- URIs
 
 

@@ -11,7 +11,7 @@ from test_actions import CONF_DIR, make_root
 
 from myaccel.actions import apply_changes, preview
 from myaccel.actions.applier import plan_changes
-from myaccel.actions.settings import OptionFileSetting
+from myaccel.actions.settings import OptionFileSetting, setting_for
 from myaccel.report.fleet import build_fleet, write_fleet_report
 
 
@@ -36,6 +36,27 @@ def test_predicted_option_file_is_what_apply_writes(tmp_path: Path) -> None:
     assert len(diffs) == 1 and diffs[0]["before"] == ""
     assert "innodb_log_buffer_size = 64M" in diffs[0]["after"]
     assert preview.file_diffs(after, preview.read_texts(paths)) == []
+
+
+def test_predicted_kernel_persistence_files_are_what_apply_writes(tmp_path: Path) -> None:
+    """A dry run's ``files`` named no file for sysctl and THP (the lab saw "files": [])
+    while the apply wrote sysctl.d and tmpfiles.d: kernel settings predict theirs too."""
+    root = make_root(tmp_path / "root")
+    thp = "/sys/kernel/mm/transparent_hugepage/enabled"
+    changes = [
+        (setting_for("sysctl:vm.swappiness", root=root), "1"),
+        (setting_for(f"sysfs:{thp}", root=root), "madvise"),
+    ]
+    planned, _ = plan_changes(changes)
+    paths = preview.written_paths(planned)
+    before = preview.read_texts(paths)
+    predicted = preview.predict_texts(planned)
+    assert sorted(Path(p).name for p in predicted) == ["99-myaccel.conf", "99-myaccel.conf"]
+    apply_changes(changes, tmp_path / "journals")
+    after = preview.read_texts(paths)
+    diffs = preview.file_diffs(before, predicted)
+    assert diffs == preview.file_diffs(before, after)
+    assert {Path(d["path"]).parent.name for d in diffs} == {"sysctl.d", "tmpfiles.d"}
 
 
 def _write(path: Path, doc: dict[str, object]) -> None:

@@ -75,3 +75,27 @@ def test_a_sandbox_apply_never_touches_the_hosts_server_unit(tmp_path: Path) -> 
     assert not pc.changes and not pc.recs
     assert [r.id for r, _ in pc.skipped] == ["numa-policy"]
     assert "not run by systemd" in pc.skipped[0][1]
+
+
+def test_a_server_unit_drop_in_restarts_that_unit(tmp_path: Path) -> None:
+    """The lab found a NUMA drop-in written and the unit never restarted, so the binding
+    never reached the server: a restart-risk systemd:server/ change now restarts it, and
+    without a unit that runs the server it is skipped with the reason."""
+    from myaccel.actions.target import SystemdServer
+
+    unit_dir = tmp_path / "etc/systemd/system"
+    unit_dir.mkdir(parents=True)
+    (unit_dir / "mariadb.service").write_text("[Service]\nExecStart=/usr/sbin/mariadbd\n")
+    p = plan(
+        rec("numa-binding", "systemd:server/NUMAPolicy", "bind", layer="numa", risk="restart"),
+        rec("numa-binding", "systemd:server/NUMAMask", "0", layer="numa", risk="restart"),
+    )
+    pc = build_changes(p, SystemdServer(params=None, conf_dir=None, unit="mariadb.service"))
+    assert [s.target for s, _ in pc.changes] == [
+        "systemd:mariadb.service/NUMAPolicy",
+        "systemd:mariadb.service/NUMAMask",
+    ]
+    assert pc.restart_needed
+    unmanaged = build_changes(p, handle(tmp_path))
+    assert not unmanaged.changes and not unmanaged.restart_needed
+    assert all("--server-unit" in why for _r, why in unmanaged.skipped)

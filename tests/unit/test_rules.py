@@ -138,6 +138,15 @@ def ids(plan) -> dict[str, str]:  # type: ignore[no-untyped-def]
     return {r.id: r.proposed for r in plan.recommendations}
 
 
+def drop_in(plan, rec_id: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The systemd keys a placement recommendation writes, as systemd spells them."""
+    return {
+        r.target.removeprefix("systemd:server/"): r.proposed
+        for r in plan.recommendations
+        if r.id == rec_id
+    }
+
+
 # ---------------------------------------------------------------- formulas
 
 
@@ -231,7 +240,7 @@ def test_kunpeng_128_cores_4_nodes_512g_mysql80() -> None:
     assert got["server-io-capacity"] == "10000"  # NVMe
     assert got["server-read-io-threads"] == "16"
     # a 377 GiB buffer pool needs all four nodes' memory: interleave, keep balancing
-    assert got["numa-interleave"] == "interleave all nodes"
+    assert drop_in(p, "numa-interleave") == {"NUMAPolicy": "interleave", "NUMAMask": "0-3"}
     assert "numa-binding" not in got and "numa-balancing-off" not in got
     assert "build-cacheline" in got
     assert got["build-lse"].startswith("build with -mcpu=tsv110")
@@ -251,9 +260,12 @@ def test_kunpeng_binding_when_the_pool_fits_one_node() -> None:
             "server": server("8.0.34", "MySQL Community Server - GPL", MYSQL_80, cgroup=100 * GiB)
         }
     )
-    got = ids(make_plan(f))
+    p = make_plan(f)
+    got = ids(p)
     assert got["server-buffer-pool-size"] == "75G"
-    assert got["numa-binding"] == "cpus 0-31; memory bind nodes 0"
+    # systemd's own keys (a single "cpus 0-31; memory bind nodes 0" was rejected by it)
+    want = {"NUMAPolicy": "bind", "NUMAMask": "0", "CPUAffinity": "0-31"}
+    assert drop_in(p, "numa-binding") == want
     assert got["numa-balancing-off"] == "0"
 
 

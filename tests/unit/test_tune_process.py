@@ -179,6 +179,21 @@ def test_a_process_winner_becomes_systemd_settings_of_the_plan() -> None:
     check_plan(tp, ServerId("mariadb", "10.11.19-MariaDB-0+deb12u1", "server"))  # apply takes it
 
 
+def test_a_measured_interleave_names_its_nodes() -> None:
+    """systemd cannot start a unit with NUMAPolicy=interleave and no NUMAMask (the lab:
+    "Failed to set NUMA memory policy: Invalid argument"): the mask comes with it."""
+    facts = fx.fixture_facts()
+    tp = tuned_plan(
+        fx.fixture_plan(facts), {NUMA_POLICY: "interleave"}, fx.server_knobs(), numa_nodes="0-1"
+    )
+    got = {r.target: r.proposed for r in tp.recommendations if r.target.startswith("systemd:")}
+    assert got == {"systemd:server/NUMAPolicy": "interleave", "systemd:server/NUMAMask": "0-1"}
+    with pytest.raises(UsageError, match="NUMA nodes"):
+        tuned_plan(fx.fixture_plan(facts), {NUMA_POLICY: "interleave"}, fx.server_knobs())
+    default = tuned_plan(fx.fixture_plan(facts), {NUMA_POLICY: "default"}, fx.server_knobs())
+    assert not any(r.target.endswith("/NUMAMask") for r in default.recommendations)
+
+
 @pytest.mark.parametrize(
     ("layers", "ok"), [(("server", "process"), True), (("process",), False), (("gpu",), False)]
 )

@@ -49,6 +49,11 @@ def _not_applied(r: Recommendation, target: ServerTarget) -> str | None:
             "a sandbox is not run by systemd: the host's server unit is not changed for it "
             "(a sandbox's CPU affinity and NUMA policy: myaccel tune --layers server,process)"
         )
+    if r.target.startswith("systemd:server/") and target.unit is None:
+        return (
+            "the server is not run by a systemd unit myaccel found (its main process is in "
+            "no system service): pass --server-unit UNIT if one runs it"
+        )
     return None
 
 
@@ -110,6 +115,10 @@ def build_changes(
             )
         for t in expand_target(r.target):
             out.changes.append((setting_for(t, server_unit=target.unit), r.proposed))
+        if r.risk == "restart" and r.target.startswith(
+            ("systemd:server/", f"systemd:{target.unit}/")
+        ):
+            out.restart_needed = True  # a drop-in acts when the unit starts again
         out.recs.append(r)
     return out
 

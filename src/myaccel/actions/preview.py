@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from myaccel.actions.files import host_path
-from myaccel.actions.settings.base import Change, ManagedEntrySetting, Setting
+from myaccel.actions.files import ManagedFile, host_path
+from myaccel.actions.settings.base import Change, Setting
 from myaccel.errors import MyaccelError
 from myaccel.rules.model import Recommendation
 
@@ -18,13 +18,18 @@ def _text(raw: bytes | None) -> str:
     return "" if raw is None else raw.decode("utf-8", errors="replace")
 
 
+# kernel values, not files: their change is the change's own current -> desired
+_PSEUDO = ("/proc/", "/sys/")
+
+
 def written_paths(planned: Iterable[tuple[Setting, str, Change]]) -> list[Path]:
-    """Host paths of the files the planned changes write, in first-seen order."""
+    """Host paths of the files the planned changes write, in first-seen order (not the
+    kernel's /proc and /sys values)."""
     out: list[Path] = []
     for s, _desired, ch in planned:
         root = getattr(s, "root", Path("/"))
         for w in ch.writes:
-            if w.startswith("/"):
+            if w.startswith("/") and not w.startswith(_PSEUDO):
                 p = host_path(Path(root), w)
                 if p not in out:
                     out.append(p)
@@ -44,22 +49,22 @@ def read_texts(paths: Iterable[Path]) -> dict[str, str]:
 
 def predict_texts(planned: Iterable[tuple[Setting, str, Change]]) -> dict[str, str]:
     """Path -> the content a managed file would have after the planned changes (files
-    myaccel regenerates: option files, sysctl and systemd drop-ins). Files it does not
-    regenerate, or that are not its own, are left out."""
-    files: dict[str, tuple[ManagedEntrySetting, dict[str, dict[str, str]]]] = {}
+    myaccel regenerates: option files, sysctl.d and tmpfiles.d, systemd drop-ins). Files it
+    does not regenerate, or that are not its own, are left out."""
+    files: dict[str, tuple[ManagedFile, dict[str, dict[str, str]]]] = {}
     for s, desired, _ch in planned:
-        if not isinstance(s, ManagedEntrySetting):
+        entry = s.managed_entry()
+        if entry is None:
             continue
-        key = str(host_path(s.root, s.path))
-        if key not in files:
+        managed, section, key = entry
+        path = str(host_path(managed.root, managed.path))
+        if path not in files:
             try:
-                files[key] = (s, s._managed().load())
+                files[path] = (managed, managed.load())
             except MyaccelError:
                 continue  # not ours: apply refuses it anyway
-        entries = files[key][1]
-        managed = s._managed()
-        entries.setdefault(s.section, {})[managed.normalize_key(s.key)] = desired
-    return {k: _text(s._managed().render(e)) for k, (s, e) in files.items()}
+        files[path][1].setdefault(section, {})[managed.normalize_key(key)] = desired
+    return {p: _text(m.render(e)) for p, (m, e) in files.items()}
 
 
 def file_diffs(before: dict[str, str], after: dict[str, str]) -> list[dict[str, str]]:

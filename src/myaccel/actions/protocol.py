@@ -158,11 +158,13 @@ def rollback_with_restart(
             if isinstance(journal, Journal)
             else Journal.load(path, verify_checksum=not ignore_checksum)
         )
-        # Option files (or the unit's server binary) changed since the server started: it
-        # must restart on the restored ones. The journal stays in effect until then (a
-        # crash before it: rollback again).
+        # Option files (or the unit's server binary, or a drop-in of the unit that runs
+        # it) changed since the server started: it must restart on the restored ones. The
+        # journal stays in effect until then (a crash before it: rollback again).
         options_changed = loaded.status != "rolled-back" and any(
-            e.kind in ("mycnf", "systemd-binary") for e in loaded.entries
+            e.kind in ("mycnf", "systemd-binary")
+            or (e.kind == "systemd" and target is not None and e.spec.get("unit") == target.unit)
+            for e in loaded.entries
         )
         restart = options_changed and target is not None and target.startable()
     res = rollback(

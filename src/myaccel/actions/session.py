@@ -13,7 +13,8 @@ from myaccel.actions.journal import Journal
 from myaccel.actions.plan_apply import PlannedChanges, build_changes, preview_changes
 from myaccel.actions.server_files import server_option_files
 from myaccel.actions.settings import Change, Setting
-from myaccel.actions.target import ServerTarget
+from myaccel.actions.settings.systemd import main_pid_unit
+from myaccel.actions.target import ServerTarget, UnmanagedServer, server_target
 from myaccel.artifacts import load
 from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
@@ -70,6 +71,23 @@ def derive_conf_dir(target: ServerTarget, facts: Facts, note: Note) -> ServerTar
     return target.with_conf_dir(conf_dir)
 
 
+def derive_unit(target: ServerTarget, facts: Facts, note: Note) -> ServerTarget:
+    """Without --server-unit or a restart command: the systemd service whose main process
+    is the server (found from its cgroup), so that a restart goes through systemd and the
+    unit's drop-in is that unit's; else the target unchanged."""
+    srv = facts.server
+    if not isinstance(target, UnmanagedServer) or srv is None or not srv.pid.known:
+        return target
+    pid = srv.pid.value
+    unit = main_pid_unit(pid) if pid is not None else None
+    if unit is None:
+        return target
+    note(f"server unit: {unit} (its main process is server pid {pid})")
+    return server_target(
+        target.params, conf_dir=target.conf_dir, conf_dir_reason=target.conf_dir_reason, unit=unit
+    )
+
+
 def refuse_unfinished(jdir: Path) -> None:
     """An earlier apply or rollback that did not finish must be rolled back first."""
     unfinished = Journal.find_unfinished(jdir)
@@ -115,7 +133,7 @@ def prepare_apply(
             "another host, server or datadir",
             hint="make a plan here (myaccel plan --out plan.json), or pass --force",
         )
-    target = derive_conf_dir(target, facts, note)
+    target = derive_unit(derive_conf_dir(target, facts, note), facts, note)
     check_apply(plan, facts, layers=layers, only=only)  # durability and ranges
     pc = build_changes(
         plan,

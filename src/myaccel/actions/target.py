@@ -362,13 +362,16 @@ def target_from_options(
     conf_dir: str | None = None,
     unit: str | None = None,
     resolve: Resolve = connection.resolve,
+    default_server: bool = False,
 ) -> ServerTarget:
     """The server that a command's options name (``--sandbox``, or -S/-h/-P/-u with
     ``--conf-dir`` and ``--server-unit``); ``resolve`` turns the options into connection
-    parameters (the CLI's also repairs what a killed command left on that server)."""
+    parameters (the CLI's also repairs what a killed command left on that server).
+    ``default_server``: with no server option, still the server the defaults reach (option
+    files, the default socket), as ``myaccel plan`` does; else no server."""
     if conn.sandbox is not None:
         return sandbox_target(conn.sandbox)
-    params = resolve(conn) if conn.given or conf_dir or unit else None
+    params = resolve(conn) if conn.given or conf_dir or unit or default_server else None
     return server_target(params, conf_dir=Path(conf_dir) if conf_dir else None, unit=unit)
 
 

@@ -94,8 +94,14 @@ def apply(opts: ApplyOptions) -> None:
     plan = load_plan(opts.plan_file)
     dry_run, only = opts.dry_run, _split_ids(opts.only)
     check_only(plan, only)
+    # a plan made with a server's facts reaches it the way `myaccel plan` did: with no
+    # server option, through the defaults (option files, the default socket)
     target = target_from_options(
-        opts.conn, conf_dir=opts.conf_dir, unit=opts.server_unit, resolve=resolve
+        opts.conn,
+        conf_dir=opts.conf_dir,
+        unit=opts.server_unit,
+        resolve=resolve,
+        default_server=bool(plan.server),
     )
     target, pc = prepare_apply(
         plan,

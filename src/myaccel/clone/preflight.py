@@ -14,7 +14,6 @@ A clone never falls back to the schema only on its own: ``--schema-only`` asks f
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any, Literal
 
 import pymysql
 
+from myaccel.actions.settings.systemd import cgroup_unit
 from myaccel.clone.errors import CloneError, MissingPrivileges, NoDiskForCopy
 from myaccel.clone.source import SourceServer
 from myaccel.errors import MyaccelError
@@ -39,7 +39,6 @@ COPY_MARGIN_BYTES = 256 * 1024 * 1024
 KEEP_FREE_SHARE = 0.05
 # SET GLOBAL on a variable (MySQL >= 8: SYSTEM_VARIABLES_ADMIN; MariaDB and older: SUPER)
 _APPLY_PRIVILEGES = {"mysql": ("SYSTEM_VARIABLES_ADMIN",), "mariadb": ("SUPER",)}
-_SYSTEMD_UNIT = re.compile(r"/system\.slice/(?:.*/)?([^/]+\.service)")
 
 
 @dataclass(frozen=True)
@@ -112,10 +111,8 @@ def detect_restart(
         cgroup = (proc_root / str(src.pid) / "cgroup").read_text()
     except OSError as exc:
         return RestartMethod("none", f"/proc/{src.pid}/cgroup unreadable ({exc.strerror})")
-    for line in cgroup.splitlines():
-        m = _SYSTEMD_UNIT.search(line)
-        if m:
-            return RestartMethod("systemd", m.group(1), f"/proc/{src.pid}/cgroup: {line}")
+    if (found := cgroup_unit(cgroup)) is not None:
+        return RestartMethod("systemd", found[0], f"/proc/{src.pid}/cgroup: {found[1]}")
     return RestartMethod(
         "none",
         f"pid {src.pid} runs outside any systemd unit (started by hand or by a script)",

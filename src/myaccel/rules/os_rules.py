@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from myaccel.facts.sysroot import parse_cpu_list
+from myaccel.facts.sysroot import format_cpu_list, parse_cpu_list
 from myaccel.rules.base import RuleContext, Skip, recommend, rule
 from myaccel.rules.conditions import managed
 from myaccel.rules.model import Recommendation
@@ -138,6 +138,59 @@ def _buffer_pool_for_numa(ctx: RuleContext) -> tuple[int, str]:
     return int(mem * 0.75), "no server facts: a dedicated server's pool, 75% of memory"
 
 
+def placement(
+    ctx: RuleContext,
+    rec_id: str,
+    title: str,
+    *,
+    policy: str,
+    nodes: list[int],
+    cpus: list[int] | None = None,
+    **fields: str | dict[str, str],
+) -> list[Recommendation]:
+    """A NUMA placement as systemd spells it in the server unit's drop-in: ``NUMAPolicy=``
+    (bind, interleave), ``NUMAMask=`` (its nodes: without them systemd cannot start the
+    unit, "Failed to set NUMA memory policy") and, for a binding, ``CPUAffinity=`` (the
+    nodes' CPUs). Three keys of one decision: one id, so ``--only`` takes them together.
+    The nodes are listed, not ``all`` (systemd reads ``all`` from v247 only)."""
+    cur = None  # the server's CPUs now; its memory policy is not among the facts
+    if ctx.facts.server is not None and ctx.facts.server.cpus_allowed.value:
+        cur = ctx.facts.server.cpus_allowed.value
+    keys: list[tuple[str, str, str | None, str]] = [
+        (
+            "NUMAPolicy",
+            policy,
+            None,
+            "the policy column of /proc/PID/numa_maps (bind:N, interleave:N)",
+        ),
+        (
+            "NUMAMask",
+            format_cpu_list(nodes),
+            None,
+            "systemctl show -P NUMAMask UNIT; numastat -p mysqld",
+        ),
+    ]
+    if cpus is not None:
+        keys.append(
+            ("CPUAffinity", format_cpu_list(cpus), cur, "/proc/PID/status Cpus_allowed_list")
+        )
+    return [
+        recommend(
+            ctx,
+            id=rec_id,
+            title=f"{title}: {key}",
+            target=f"systemd:server/{key}",
+            current=current,
+            proposed=value,
+            verify=verify,
+            risk="restart",
+            confidence="medium",
+            **fields,
+        )
+        for key, value, current, verify in keys
+    ]
+
+
 @rule(
     "numa-binding",
     "numa",
@@ -160,49 +213,35 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
         if mem * 0.85 >= bp:
             break
     sel = nodes[:need]
-    cur = None
-    if ctx.facts.server is not None and ctx.facts.server.cpus_allowed.value:
-        cur = ctx.facts.server.cpus_allowed.value
-    recs: list[Recommendation] = []
-    # binding and interleaving are two values of one placement policy
-    policy = {
-        "target": "systemd:server/NUMAPolicy",
-        "current": cur,
-        "evidence": {
-            "cpu.numa_nodes": str(len(nodes)),
-            "innodb_buffer_pool_size": f"{bp} ({bp_why})",
-        },
-        "risk": "restart",
-        "confidence": "medium",
+    evidence = {
+        "cpu.numa_nodes": str(len(nodes)),
+        "innodb_buffer_pool_size": f"{bp} ({bp_why})",
     }
     if need < len(nodes):
         node_list = ",".join(str(n.node) for n in sel)
-        cpus = ",".join(n.cpus for n in sel)
-        recs.append(
-            recommend(
-                ctx,
-                title=f"Bind the server to NUMA node(s) {node_list}",
-                proposed=f"cpus {cpus}; memory bind nodes {node_list}",
-                rationale=f"the buffer pool ({bp / 2**30:.0f} GiB) fits in {need} of {len(nodes)} nodes",
-                expected_effect="seed 002: +40% point-select QPS on a 4-node Kunpeng 920; ~+10% typical",
-                effect_source="seeds/002",
-                verify="/proc/PID/status Cpus_allowed_list and numastat -p mysqld",
-                **policy,
-            )
+        recs = placement(
+            ctx,
+            "numa-binding",
+            f"Bind the server to NUMA node(s) {node_list}",
+            policy="bind",
+            nodes=[n.node for n in sel],
+            cpus=sorted({c for n in sel for c in parse_cpu_list(n.cpus)}),
+            rationale=f"the buffer pool ({bp / 2**30:.0f} GiB) fits in {need} of {len(nodes)} nodes",
+            expected_effect="seed 002: +40% point-select QPS on a 4-node Kunpeng 920; ~+10% typical",
+            effect_source="seeds/002",
+            evidence=evidence,
         )
     else:
-        recs.append(
-            recommend(
-                ctx,
-                id="numa-interleave",
-                title="Interleave the server's memory over all nodes",
-                proposed="interleave all nodes",
-                rationale="the buffer pool needs every node's memory: spread it evenly instead of filling node 0",
-                expected_effect="even memory bandwidth, no remote-allocation hot spot",
-                effect_source="seeds/002; MySQL innodb_numa_interleave",
-                verify="numastat -p mysqld shows memory on every node",
-                **policy,
-            )
+        recs = placement(
+            ctx,
+            "numa-interleave",
+            "Interleave the server's memory over all nodes",
+            policy="interleave",
+            nodes=[n.node for n in nodes],
+            rationale="the buffer pool needs every node's memory: spread it evenly instead of filling node 0",
+            expected_effect="even memory bandwidth, no remote-allocation hot spot",
+            effect_source="seeds/002; MySQL innodb_numa_interleave",
+            evidence=evidence,
         )
     nb = ctx.facts.memory.numa_balancing.value
     if nb == 1 and need < len(nodes):

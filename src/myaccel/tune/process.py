@@ -131,6 +131,12 @@ def not_searched(space: Space) -> Space:
     return replace(space, left_out=left)
 
 
+def all_nodes(facts: Facts) -> str | None:
+    """The host's NUMA nodes as a list (``0-1``), or None when unknown."""
+    nodes = facts.cpu.numa_nodes.value
+    return format_cpu_list(sorted(n.node for n in nodes)) if nodes else None
+
+
 def _numa_left_out(facts: Facts) -> str | None:
     nodes = facts.cpu.numa_nodes.value
     if nodes is None:

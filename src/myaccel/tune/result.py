@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from pydantic import Field
 
 from myaccel.artifacts import artifact
+from myaccel.errors import UsageError
 from myaccel.knobs.server_knobs import ServerKnobs
 from myaccel.model import Frozen
 from myaccel.rules.model import Plan, Recommendation, target_knob
-from myaccel.tune.process import plan_target
+from myaccel.tune.process import NUMA_POLICY, plan_target
 
 TUNE_SCHEMA = "myaccel.tune/1"
 
@@ -93,9 +94,11 @@ def tuned_plan(
     sk: ServerKnobs | None,
     *,
     evidence: Mapping[str, str] | None = None,
+    numa_nodes: str | None = None,
 ) -> Plan:
     """``plan`` with ``changes`` (knob -> value): a rule's recommendation on the same knob
-    takes the measured value, other knobs get a ``tune-<knob>`` recommendation. Sealed."""
+    takes the measured value, other knobs get a ``tune-<knob>`` recommendation. Sealed.
+    ``numa_nodes``: the host's NUMA nodes (``0-1``), the mask an interleave policy needs."""
     if not changes:
         return plan
     recs: list[Recommendation] = []
@@ -110,6 +113,8 @@ def tuned_plan(
     for name, value in changes.items():
         if name not in done:
             recs.append(_new(name, value, sk, evidence))
+            if name == NUMA_POLICY and value == "interleave":
+                recs.append(_numa_mask(recs[-1], numa_nodes))
     note = f"tuned: {len(changes)} server knob(s) set from measurements (myaccel tune)"
     return plan.model_copy(
         update={"recommendations": recs, "warnings": [*plan.warnings, note], "digest": None}
@@ -156,4 +161,21 @@ def _new(
         verify=f"SELECT @@{name}" if launch is None else "/proc/PID/status Cpus_allowed_list",
         group="durability" if durable else "default",
         confidence="medium",
+    )
+
+
+def _numa_mask(policy: Recommendation, nodes: str | None) -> Recommendation:
+    """The ``NUMAMask=`` beside ``NUMAPolicy=interleave``: without it systemd cannot start
+    the unit ("Failed to set NUMA memory policy: Invalid argument", seen in the lab)."""
+    if not nodes:
+        raise UsageError(
+            "the measured interleave policy needs the host's NUMA nodes, and they are unknown",
+            hint="see facts.json (cpu.numa_nodes) in the study directory",
+        )
+    return policy.model_copy(
+        update={
+            "target": "systemd:server/NUMAMask",
+            "proposed": nodes,
+            "title": "NUMA nodes to interleave over",
+        }
     )

@@ -41,7 +41,7 @@ from myaccel.paths import myaccel_home
 from myaccel.rules.model import Plan
 from myaccel.server.sandbox import Sandbox, find_server
 from myaccel.tune.constraint import Constraint, plan_values
-from myaccel.tune.process import PROCESS_PARAMS, with_layers
+from myaccel.tune.process import PROCESS_PARAMS, all_nodes, with_layers
 from myaccel.tune.request import SEARCH_LAYERS, TuneProgress, TuneRequest
 from myaccel.tune.result import NoiseRow, TuneResult, now_iso, tuned_plan
 from myaccel.tune.sandbox_objective import SandboxObjective
@@ -285,7 +285,7 @@ def run(req: TuneRequest, progress: TuneProgress) -> TuneResult:
             ).run()
     finally:
         ab.restore_base_config(sb, progress.note)
-    return _write(req, out, plan, sk, space, outcome)
+    return _write(req, out, plan, sk, space, outcome, numa_nodes=all_nodes(facts))
 
 
 def _check_dataset_after_start(req: TuneRequest, sb: Sandbox, progress: TuneProgress) -> None:
@@ -350,10 +350,23 @@ def _space(req: TuneRequest, facts: Facts, plan: Plan, sk: ServerKnobs) -> tuple
 
 
 def _write(
-    req: TuneRequest, out: Path, plan: Plan, sk: ServerKnobs, space: Space, o: Outcome
+    req: TuneRequest,
+    out: Path,
+    plan: Plan,
+    sk: ServerKnobs,
+    space: Space,
+    o: Outcome,
+    *,
+    numa_nodes: str | None,
 ) -> TuneResult:
     chosen = (
-        tuned_plan(plan, o.winner, sk, evidence={"tune.json": "final A/B and ablation"})
+        tuned_plan(
+            plan,
+            o.winner,
+            sk,
+            evidence={"tune.json": "final A/B and ablation"},
+            numa_nodes=numa_nodes,
+        )
         if o.improved
         else plan
     )

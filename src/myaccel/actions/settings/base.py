@@ -123,6 +123,11 @@ class Setting(ABC):
     def revert(self, entry: JournalEntry) -> None:
         """Restore ``entry.old``; idempotent, and safe when the change never happened."""
 
+    def managed_entry(self) -> tuple[ManagedFile, str, str] | None:
+        """The managed file, section and key that carry this setting's value, if a file
+        myaccel regenerates carries it (what a dry run predicts the text of)."""
+        return None
+
     def spec(self) -> dict[str, Any]:
         """JSON-safe constructor parameters (see ``setting_from_spec``)."""
         return {
@@ -201,6 +206,9 @@ class ManagedEntrySetting(FileBackedSetting):
 
     def _managed(self) -> ManagedFile:
         return ManagedFile(self.root, self.path, self.managed_style, self.purpose)
+
+    def managed_entry(self) -> tuple[ManagedFile, str, str]:
+        return self._managed(), self.section, self.key
 
     def read(self) -> str | None:
         return self._managed().get(self.section, self.key)

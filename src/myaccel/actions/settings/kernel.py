@@ -56,6 +56,9 @@ class KernelValueSetting(RootedSetting):
     def _managed(self) -> ManagedFile:
         return ManagedFile(self.root, self.managed_path, self.managed_style, self.managed_purpose)
 
+    def managed_entry(self) -> tuple[ManagedFile, str, str] | None:
+        return (self._managed(), "", self.managed_key) if self.persist else None
+
     def read(self) -> str | None:
         return read_kernel_value(self.root, self.logical)
 

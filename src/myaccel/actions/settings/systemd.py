@@ -6,10 +6,12 @@ import re
 from pathlib import Path
 
 from myaccel import proc
+from myaccel.actions.errors import ApplyError
 from myaccel.actions.files import check_value_text, host_path
 from myaccel.actions.journal import JournalEntry
 from myaccel.actions.settings.base import Change, ManagedEntrySetting, Runner
 from myaccel.errors import UsageError
+from myaccel.facts.sysroot import parse_cpu_list
 
 SYSTEMD_DROPIN_NAME = "99-myaccel.conf"
 SYSTEMD_UNIT_DIRS = (
@@ -21,6 +23,56 @@ SYSTEMD_UNIT_DIRS = (
 SERVER_UNITS = ("mariadb.service", "mysql.service", "mysqld.service")
 _UNIT_RE = re.compile(r"^[A-Za-z0-9_.@:\\-]+\.(service|socket|slice|scope)$")
 _SYSTEMD_KEY_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+# keys whose value `systemctl show` prints as written (lists as ranges): systemd's reading
+# of these is checked after every daemon-reload (it ignores a value it cannot parse, with
+# only a log line: the lab saw "Invalid NUMA policy type, ignoring")
+_LIST_KEYS = ("CPUAffinity", "NUMAMask")
+_WORD_KEYS = ("NUMAPolicy",)
+
+
+_CGROUP_UNIT = re.compile(r"/system\.slice/(?:.*/)?([^/]+\.service)")
+
+
+def cgroup_unit(cgroup_text: str) -> tuple[str, str] | None:
+    """The system service whose cgroup a ``/proc/PID/cgroup`` text names, with its line."""
+    for line in cgroup_text.splitlines():
+        m = _CGROUP_UNIT.search(line)
+        if m:
+            return m.group(1), line
+    return None
+
+
+def main_pid_unit(pid: int, proc_root: Path = Path("/proc")) -> str | None:
+    """The systemd service whose main process is ``pid`` (its cgroup names the unit and
+    ``systemctl show -P MainPID`` agrees: a server started by hand from another service's
+    shell is not that service's), on a host systemd runs; else None."""
+    if not systemd_booted():
+        return None
+    try:
+        found = cgroup_unit((proc_root / str(pid) / "cgroup").read_text())
+    except OSError:
+        return None
+    if found is None:
+        return None
+    r = proc.run(["systemctl", "show", "-P", "MainPID", found[0]], timeout_s=60)
+    return found[0] if r.returncode == 0 and r.stdout.strip() == str(pid) else None
+
+
+def systemd_booted() -> bool:
+    """Whether this host runs systemd as its init (sd_booted(3)'s test)."""
+    return Path("/run/systemd/system").is_dir()
+
+
+def same_value(key: str, shown: str, written: str) -> bool:
+    """Whether systemd's reading of ``key`` (``systemctl show``) is the value written."""
+    if key in _LIST_KEYS:
+        try:
+            return parse_cpu_list(shown.replace(" ", ",")) == parse_cpu_list(
+                written.replace(" ", ",")
+            )
+        except ValueError:
+            return False
+    return shown.strip().lower() == written.strip().lower()
 
 
 def check_unit_name(unit: str) -> str:
@@ -71,6 +123,20 @@ class SystemdDropInSetting(ManagedEntrySetting):
         elif self.live:
             proc.run(["systemctl", "daemon-reload"], check=True, timeout_s=60)
 
+    def _checked(self) -> bool:
+        """Whether systemd's own reading of this key can be asked for and compared."""
+        return (
+            self.runner is None
+            and self.live
+            and self.key in (*_LIST_KEYS, *_WORD_KEYS)
+            and systemd_booted()
+        )
+
+    def loaded(self) -> str | None:
+        """The value systemd holds for the unit now (``systemctl show -P KEY UNIT``)."""
+        r = proc.run(["systemctl", "show", "-P", self.key, self.unit], timeout_s=60)
+        return r.stdout.strip() if r.returncode == 0 else None
+
     def plan(self, desired: str) -> Change | None:
         check_value_text(desired, self.target)
         desired = desired.strip()
@@ -82,7 +148,18 @@ class SystemdDropInSetting(ManagedEntrySetting):
             )
         current = self._owned_value()
         if current is not None and current.strip() == desired:
-            return None
+            if not self._checked():
+                return None
+            shown = self.loaded()
+            if shown is not None and same_value(self.key, shown, desired):
+                return None
+            # the drop-in says it, systemd does not hold it: drift (verify says so)
+            return self._change(
+                f"{shown} (systemd's value; the drop-in says {current.strip()})",
+                desired,
+                [self.path],
+                takes_effect="unit restart",
+            )
         return self._change(current, desired, [self.path], takes_effect="unit restart")
 
     def matches(self, actual: str | None, desired: str) -> bool:
@@ -91,6 +168,13 @@ class SystemdDropInSetting(ManagedEntrySetting):
     def apply(self, desired: str) -> None:
         self._write(desired.strip())
         self._daemon_reload()
+        if self._checked() and not same_value(self.key, shown := self.loaded() or "", desired):
+            raise ApplyError(
+                f"systemd did not take {self.key}={desired.strip()} for {self.unit} (it holds "
+                f"{shown or 'nothing'})",
+                hint=f"see `journalctl -b -u {self.unit}` and systemd.exec(5); the journal "
+                "restores the drop-in",
+            )
 
     def revert(self, entry: JournalEntry) -> None:
         if self._restore_files(entry):
