@@ -1,4 +1,6 @@
-"""`python -m lab build | boot DIR | ssh DIR [COMMAND] | stop DIR`: the lab by hand.
+"""`python -m lab build | boot DIR | ssh DIR [COMMAND] | stop DIR | crash-matrix DIR
+[PHASE:POINT ...]`: the lab by hand (crash-matrix: lab/crash_matrix.py, on the booted guest
+with myaccel installed).
 
 `boot` leaves the guest running (state in DIR/guest.json) for a person to look around in;
 `stop` powers it off. The tests use the same classes (lab/tests/conftest.py).
@@ -19,7 +21,10 @@ from lab.preflight import missing_reason
 from lab.timing import Timings
 from lab.topology import LAB_TOPOLOGY
 
-USAGE = "usage: python -m lab build | boot DIR | ssh DIR [COMMAND...] | stop DIR"
+USAGE = (
+    "usage: python -m lab build | boot DIR | ssh DIR [COMMAND...] | stop DIR | "
+    "crash-matrix DIR [apply:POINT | rollback:POINT ...]"
+)
 
 
 def _saved(workdir: Path, timings: Timings) -> Guest:
@@ -36,6 +41,11 @@ def _boot(workdir: Path, timings: Timings) -> None:
         raise LabError(reason)
     guest = Guest(build_image(timings), LAB_TOPOLOGY, workdir, timings)
     guest.boot()
+    _save(workdir, guest)
+    print(f"ssh: python -m lab ssh {workdir}   (pid {guest.pid}, port {guest.port})")
+
+
+def _save(workdir: Path, guest: Guest) -> None:
     state = {
         "image": str(guest.image.directory),
         "port": guest.port,
@@ -43,7 +53,26 @@ def _boot(workdir: Path, timings: Timings) -> None:
         "boots": guest.boots,
     }
     (workdir / "guest.json").write_text(json.dumps(state) + "\n")
-    print(f"ssh: python -m lab ssh {workdir}   (pid {guest.pid}, port {guest.port})")
+
+
+def _crash_matrix(workdir: Path, timings: Timings, points: list[str]) -> int:
+    """Every point (default: all of lab/crash_matrix.py), a row each as it ends, then the
+    table; exit 1 when a row failed."""
+    from lab import crash_matrix as cm
+
+    guest = _saved(workdir, timings)
+    todo = [tuple(p.split(":", 1)) for p in points] or [
+        *(("apply", p) for p in cm.APPLY_POINTS),
+        *(("rollback", p) for p in cm.ROLLBACK_POINTS),
+    ]
+    cm.prepare_plan(guest)
+    rows = []
+    for phase, point in todo:
+        rows.append(cm.run_point(guest, phase, point))
+        _save(workdir, guest)  # a new qemu pid and port after every boot
+        print(cm.table(rows[-1:])[-1], flush=True)
+    print("\n".join(cm.table(rows)))
+    return 0 if all(r.ok for r in rows) else 1
 
 
 def main(argv: list[str]) -> int:
@@ -59,6 +88,8 @@ def main(argv: list[str]) -> int:
                 os.execvp("ssh", guest.ssh_argv(" ".join(command)))
             case ["stop", directory]:
                 _saved(Path(directory), timings).stop()
+            case ["crash-matrix", directory, *points]:
+                return _crash_matrix(Path(directory), timings, points)
             case _:
                 print(USAGE, file=sys.stderr)
                 return 2

@@ -195,7 +195,7 @@ class Guest:
                 f"lab: scp to {destination} failed (exit {r.returncode}): {r.stderr.strip()}"
             )
 
-    def _wait_exit(self, seconds: float) -> bool:
+    def wait_exit(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if not self.running():
@@ -210,7 +210,7 @@ class Guest:
             return
         for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 10.0)):
             os.kill(self.pid, sig)
-            if self._wait_exit(wait):
+            if self.wait_exit(wait):
                 break
         self.pid = None
 
@@ -221,7 +221,7 @@ class Guest:
             return
         with self.timings.step("poweroff"):
             self.ssh("systemctl poweroff", timeout=30)
-            if not self._wait_exit(grace):
+            if not self.wait_exit(grace):
                 self.timings.say(f"lab: no poweroff after {grace:.0f} s, killing qemu {self.pid}")
             self.kill()
 
@@ -230,7 +230,7 @@ class Guest:
         self.ssh(
             "nohup sh -c 'sleep 1; echo c > /proc/sysrq-trigger' >/dev/null 2>&1 &", timeout=30
         ).check("sysrq crash")
-        if not self._wait_exit(grace):
+        if not self.wait_exit(grace):
             raise LabError(f"lab: the guest did not go down within {grace:.0f} s of sysrq c")
         self.pid = None
 

@@ -12,6 +12,7 @@ from lab.guest import Guest
 from lab.tests.guestcmd import (
     DROP_IN,
     MANAGED,
+    SERVER,
     THP,
     apply_json,
     existing,
@@ -80,3 +81,24 @@ def test_numa_binding_places_the_server_through_systemd(myaccel_guest: Guest) ->
         guest.ssh("myaccel rollback", timeout=900)
     assert existing(guest, (DROP_IN,)) == []
     assert placement(guest, main_pid(guest)) == ("0-3", "default"), "rollback restarted it"
+
+
+def test_a_drop_in_value_systemd_ignores_is_undone_before_any_restart(
+    myaccel_guest: Guest,
+) -> None:
+    """What myaccel used to write (`NUMAPolicy=cpus 0-1; memory bind nodes 0`) systemd
+    ignores with a log line only: apply now reads systemd's value back after its
+    daemon-reload and, when it is not the one written, undoes the run before the restart."""
+    guest = myaccel_guest
+    apply_json(guest, "--only numa-binding --dry-run")  # writes plan.json
+    guest.run(
+        "cd /root && python3 -c \"import json; p = json.load(open('plan.json')); "
+        "[r.update(proposed='cpus 0-1; memory bind nodes 0') for r in p['recommendations'] "
+        "if r['target'].endswith('/NUMAPolicy')]; json.dump(p, open('bad.json', 'w'))\""
+    )
+    pid0 = main_pid(guest)
+    r = guest.ssh(f"cd /root && myaccel apply bad.json {SERVER} --only numa-binding --yes")
+    assert r.returncode != 0 and "systemd did not take NUMAPolicy=" in r.stderr, r.stderr
+    assert existing(guest, (DROP_IN,)) == []
+    assert main_pid(guest) == pid0, "the server was not restarted"
+    assert "rolled-back" in guest.run("myaccel rollback --list").splitlines()[-1]

@@ -55,7 +55,7 @@ X86_FLAGS = known(["fpu", "sse2", "lm", "avx2"], "/proc/cpuinfo")
             ARM_FLAGS,
             "none",
         ),
-        ({"/sys/class/dmi/id/sys_vendor": "QEMU\n"}, ARM_FLAGS, "kvm"),
+        ({"/sys/class/dmi/id/sys_vendor": "QEMU\n"}, ARM_FLAGS, "qemu"),  # KVM or TCG
         ({"/sys/hypervisor/type": "xen\n"}, X86_FLAGS, "xen"),
         ({"/proc/device-tree/hypervisor/compatible": "xen,xen-4.17\0xen,xen\0"}, ARM_FLAGS, "xen"),
         ({}, known([*X86_FLAGS.get([]), "hypervisor"], "/proc/cpuinfo"), "guest"),

@@ -19,14 +19,20 @@ Points (``n`` is the journal entry index, 0-based; without ``:n`` the first matc
 - ``rollback-finish``  (rollback) entries reverted and the server restarted, the journal not
   yet marked rolled back
 - ``journal-write:n``  right after the n-th durable journal write of this process (1-based)
+
+With ``MYACCEL_CRASH_HOW=kernel`` (the lab's OS-crash matrix, in a throwaway guest only) the
+point panics the operating system instead (``c`` into ``/proc/sysrq-trigger``: no sync, no
+unmount, the page cache lost), which is what the journal's fsync order is for.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 
 CRASH_ENV = "MYACCEL_CRASH_AT"
+CRASH_HOW_ENV = "MYACCEL_CRASH_HOW"
 
 POINTS = (
     "journaled",
@@ -56,7 +62,15 @@ def armed(point: str, index: int | None = None) -> bool:
 
 
 def kill_self() -> None:
-    """SIGKILL this process (never returns)."""
+    """SIGKILL this process, or with ``MYACCEL_CRASH_HOW=kernel`` panic the kernel (never
+    returns)."""
+    if os.environ.get(CRASH_HOW_ENV) == "kernel":
+        try:
+            with open("/proc/sysrq-trigger", "w") as trigger:
+                trigger.write("c")  # the kernel panics inside this write
+            time.sleep(60)
+        except OSError:
+            pass  # not root or no sysrq: die the usual way
     os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -207,7 +207,9 @@ def bring_up(target: ServerTarget | None, journal: Journal, note: Note) -> bool:
     if target.wait_reachable(timeout_s=60.0) or not target.startable():
         return False
     note("the server is not running: restoring its option files, then starting it")
-    errors = restore_recorded_files(journal, kinds=("mycnf",))
+    # what the server starts with: its option files and its unit's drop-ins (a crash can
+    # leave a drop-in systemd cannot start the unit with)
+    errors = restore_recorded_files(journal, kinds=("mycnf", "systemd"))
     if errors:
         raise ApplyError(
             "cannot restore the option files before starting the server: " + "; ".join(errors),

@@ -219,6 +219,13 @@ class SystemdServer(ServerTarget):
 
     def start(self, log: Log) -> None:
         log(f"starting {self.unit}")
+        # its drop-ins as they are now (a rollback may just have restored them)
+        r = proc.run(["systemctl", "daemon-reload"], timeout_s=600)
+        if not r.ok:
+            raise ApplyError(
+                f"systemctl daemon-reload failed: {r.stderr.strip()[:200]}",
+                hint="see journalctl -b -u init.scope",
+            )
         self._systemctl("start")
 
     def _systemctl(self, verb: str) -> None:

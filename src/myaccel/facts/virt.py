@@ -14,7 +14,8 @@ from myaccel.model import Fact, known, unknown
 DMI = "/sys/class/dmi/id"
 # DMI system vendor / product names that only virtual machines report
 _VM_VENDORS = {
-    "qemu": "kvm",
+    # a QEMU machine: accelerated by KVM or emulated by TCG, DMI cannot tell which
+    "qemu": "qemu",
     "kvm": "kvm",
     "amazon ec2": "nitro",
     "alibaba cloud": "kvm",

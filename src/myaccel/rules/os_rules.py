@@ -156,24 +156,29 @@ def placement(
     cur = None  # the server's CPUs now; its memory policy is not among the facts
     if ctx.facts.server is not None and ctx.facts.server.cpus_allowed.value:
         cur = ctx.facts.server.cpus_allowed.value
+    # The policy last: each key is a journal entry of its own, and a crash between two
+    # of them must leave a unit systemd can start (NUMAPolicy=bind without its NUMAMask
+    # cannot: the lab's OS-crash matrix found it). Rollback undoes them in reverse.
     keys: list[tuple[str, str, str | None, str]] = [
-        (
-            "NUMAPolicy",
-            policy,
-            None,
-            "the policy column of /proc/PID/numa_maps (bind:N, interleave:N)",
-        ),
         (
             "NUMAMask",
             format_cpu_list(nodes),
             None,
             "systemctl show -P NUMAMask UNIT; numastat -p mysqld",
-        ),
+        )
     ]
     if cpus is not None:
         keys.append(
             ("CPUAffinity", format_cpu_list(cpus), cur, "/proc/PID/status Cpus_allowed_list")
         )
+    keys.append(
+        (
+            "NUMAPolicy",
+            policy,
+            None,
+            "the policy column of /proc/PID/numa_maps (bind:N, interleave:N)",
+        )
+    )
     return [
         recommend(
             ctx,

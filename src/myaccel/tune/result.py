@@ -114,7 +114,8 @@ def tuned_plan(
         if name not in done:
             recs.append(_new(name, value, sk, evidence))
             if name == NUMA_POLICY and value == "interleave":
-                recs.append(_numa_mask(recs[-1], numa_nodes))
+                # the mask first: a crash between the two entries leaves a startable unit
+                recs.insert(len(recs) - 1, _numa_mask(recs[-1], numa_nodes))
     note = f"tuned: {len(changes)} server knob(s) set from measurements (myaccel tune)"
     return plan.model_copy(
         update={"recommendations": recs, "warnings": [*plan.warnings, note], "digest": None}
