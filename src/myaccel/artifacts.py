@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -36,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 
 from myaccel.errors import DataError, MyaccelError, validation_summary
 
+log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 Document = dict[str, Any]
 Migration = Callable[[Document], Document]
@@ -131,34 +133,65 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def replace_durably(
+    target: Path,
+    tmp: Path,
+    data: bytes,
+    *,
+    mode: int,
+    exact_mode: bool = True,
+    owner: tuple[int | None, int | None] | None = None,
+) -> None:
+    """The one durable writer (artifacts here, the host's files in ``actions.files``):
+    ``data`` into ``tmp`` (a sibling of ``target``, created exclusively after any stale one
+    is removed), fsynced, renamed over ``target``, then the directory fsynced. ``mode``:
+    the new file's mode (``exact_mode``: whatever the umask); ``owner``: the uid and gid it
+    gets (None for either: as created; a refusal is a warning: the content matters more). On failure ``tmp`` is gone and
+    ``target`` untouched; an ``OSError`` names ``target``, not the temporary file."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a crashed writer's leftover of the same name
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        raise _naming(exc, tmp, target) from exc
+    try:
+        try:
+            if exact_mode:
+                os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if owner is not None:
+                st = os.fstat(fd)
+                want = (
+                    st.st_uid if owner[0] is None else owner[0],
+                    st.st_gid if owner[1] is None else owner[1],
+                )
+                if want != (st.st_uid, st.st_gid):
+                    try:
+                        os.fchown(fd, *want)
+                    except PermissionError:
+                        log.warning("cannot give %s to %s:%s", target, *want)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise _naming(exc, tmp, target) from exc
+        raise
+    fsync_dir(target.parent)
+
+
 def write_atomic(path: Path | str, data: bytes, *, private: bool = False) -> Path:
     """Replace ``path`` by ``data`` durably (see the module docstring). An ``OSError``
     names ``path``, not the temporary file."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.{secrets.token_hex(4)}{TMP_SUFFIX}")
     mode = PRIVATE_FILE_MODE if private else _SHARED_FILE_MODE
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-    except OSError as exc:
-        raise _naming(exc, tmp, p) from exc
-    try:
-        try:
-            if private:
-                os.fchmod(fd, PRIVATE_FILE_MODE)  # whatever the umask
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, p)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        if isinstance(exc, OSError):
-            raise _naming(exc, tmp, p) from exc
-        raise
-    fsync_dir(p.parent)
+    replace_durably(p, tmp, data, mode=mode, exact_mode=private)
     return p
 
 

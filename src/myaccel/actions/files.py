@@ -25,7 +25,7 @@ from typing import Literal
 from pydantic import Field
 
 from myaccel.actions.errors import ApplyError
-from myaccel.artifacts import fsync_dir
+from myaccel.artifacts import fsync_dir, replace_durably
 from myaccel.errors import UsageError
 from myaccel.model import Strict
 from myaccel.server.optionfile import normalize_key
@@ -163,11 +163,12 @@ def write_file_durably(
     uid: int | None = None,
     gid: int | None = None,
 ) -> None:
-    """Replace a file atomically: temporary sibling, fsync, rename, fsync the directory."""
+    """Replace a file atomically: temporary sibling, fsync, rename, fsync the directory
+    (``artifacts.replace_durably``); ``uid``/``gid``: its owner (None: as created)."""
     p = host_path(root, logical)
     tmp = p.with_name(f".{p.name}{TMP_MARK}{os.getpid()}")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        replace_durably(p, tmp, data, mode=mode, owner=(uid, gid))
     except PermissionError as exc:
         raise _denied(f"write {logical}", " to change system settings") from exc
     except FileNotFoundError as exc:
@@ -175,30 +176,6 @@ def write_file_durably(
             f"cannot write {logical}: directory {os.path.dirname(logical)} does not exist",
             hint="create it first, or check the path",
         ) from exc
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fchmod(fd, mode)
-            st = os.fstat(fd)
-            want_uid = st.st_uid if uid is None else uid
-            want_gid = st.st_gid if gid is None else gid
-            if (want_uid, want_gid) != (st.st_uid, st.st_gid):
-                try:
-                    os.fchown(fd, want_uid, want_gid)
-                except PermissionError:
-                    log.warning("cannot restore owner %s:%s of %s", want_uid, want_gid, logical)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    fsync_dir(p.parent)
 
 
 def _remove_strays(p: Path) -> None:
