@@ -93,3 +93,20 @@ def test_the_marker_name_is_the_clones_own() -> None:
     from myaccel.clone.incomplete import MARKER
 
     assert CLONE_MARKER == MARKER
+
+
+def test_a_finished_journal_is_judged_by_its_head_alone(home: Path) -> None:
+    """Every command asks whether a killed one left something: a journal whose head says
+    applied or rolled back is not parsed further (its entries hold whole old files)."""
+    from myaccel.cli.repair import anything_left
+
+    dead = _switch_on(home / "a.conf", _dead_owner())
+    assert anything_left()  # open, its owner gone
+    Journal.load(dead).set_status("applied")
+    text = dead.read_bytes()
+    head = text.index(b'"entries"')
+    assert b'"status": "applied"' in text[:head]
+    dead.write_bytes(text[:head] + b"not json at all" * 1000)  # the head is all it reads
+    assert not anything_left()
+    dead.write_bytes(text.replace(b'"status": "applied"', b'"status": "open"'))
+    assert anything_left()

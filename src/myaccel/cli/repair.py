@@ -11,6 +11,7 @@ with nothing to repair pays a few file reads.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,11 @@ from myaccel.proclife import still_runs
 Note = Callable[[str], None]
 CLONE_MARKER = "clone-incomplete.json"  # myaccel.clone.incomplete.MARKER, without its imports
 _UNFINISHED = ("open", "failed")  # myaccel.actions.journal.UNFINISHED
+_FINAL = ("applied", "rolled-back")
+# a journal's status comes before its server, owner and entries (JournalData's field
+# order): its head says whether the rest, old file contents included, needs reading
+_HEAD_BYTES = 4096
+_STATUS = re.compile(rb'(?<!\\)"status"\s*:\s*"([a-z-]+)"')
 
 
 class _Engaged:
@@ -31,6 +37,17 @@ def _read(path: Any) -> Any:
         return json.loads(path.read_bytes())
     except (OSError, ValueError):
         return None
+
+
+def _head_final(path: Any) -> bool:
+    """Whether the journal's head already says it is finished (applied or rolled back)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(_HEAD_BYTES)
+    except OSError:
+        return False
+    m = _STATUS.search(head)
+    return m is not None and m.group(1).decode() in _FINAL
 
 
 def _gone(owner: Any) -> bool:
@@ -54,6 +71,8 @@ def anything_left() -> bool:
             if isinstance(doc, dict) and _gone((doc.get("active_config") or {}).get("owner")):
                 return True
         for journal in (home / "journals").glob("*.json"):
+            if _head_final(journal):
+                continue  # most journals: no need to parse their recorded files
             doc = _read(journal)
             unfinished = isinstance(doc, dict) and doc.get("status") in _UNFINISHED
             if unfinished and _gone(doc.get("owner")):
