@@ -23,7 +23,8 @@ from lab.topology import LAB_TOPOLOGY
 
 USAGE = (
     "usage: python -m lab build | boot DIR | ssh DIR [COMMAND...] | stop DIR | "
-    "crash-matrix DIR [apply:POINT | rollback:POINT ...]"
+    "crash-matrix DIR [apply:POINT | rollback:POINT ...] | "
+    "repro SYSROOT DIR [OPTION_FILE]"
 )
 
 
@@ -53,6 +54,41 @@ def _save(workdir: Path, guest: Guest) -> None:
         "boots": guest.boots,
     }
     (workdir / "guest.json").write_text(json.dumps(state) + "\n")
+
+
+def _repro(sysroot: Path, workdir: Path, timings: Timings, option_file: list[str]) -> None:
+    """A bug report's machine (lab/repro.py) booted, myaccel installed, the report's
+    option file in the server's configuration, and the plan made there."""
+    import tempfile
+
+    from lab import repro
+    from lab.install import build_wheel, install, wheelhouse
+
+    machine = repro.read_machine(sysroot)
+    topology = repro.guest_topology(machine)
+    cnf = repro.stage_option_file(Path(option_file[0]), workdir) if option_file else None
+    print(f"reported: {machine.describe()}")
+    print(f"guest:    {repro.describe_topology(topology)} (sizes scaled, layout kept)")
+    if machine.arch != "x86_64":
+        print(f"note: an {machine.arch} report in the x86-64 lab: its layout, not its CPU")
+    reason = missing_reason(cache_dir(), image_cached=cached_image() is not None)
+    if reason:
+        raise LabError(reason)
+    guest = Guest(build_image(timings), topology, workdir, timings)
+    guest.boot()
+    _save(workdir, guest)
+    wheel = build_wheel(Path(tempfile.mkdtemp(prefix="lab-wheel-")), timings)
+    print(
+        f"myaccel in the guest: {install(guest, wheel, wheelhouse(cache_dir(), timings), timings)}"
+    )
+    if cnf is not None:
+        guest.copy_in([cnf], repro.OPTION_FILE)
+        r = guest.ssh("systemctl restart mariadb.service", timeout=600)
+        if r.returncode != 0:
+            print(f"the server does not start with {cnf.name} (as reported?):")
+            print(guest.ssh("journalctl -b -u mariadb.service -n 15 --no-pager").stdout)
+    print(guest.ssh("myaccel plan -S /run/mysqld/mysqld.sock -u root", timeout=900).stdout)
+    print(f"the guest runs: python -m lab ssh {workdir}; python -m lab stop {workdir}")
 
 
 def _crash_matrix(workdir: Path, timings: Timings, points: list[str]) -> int:
@@ -90,6 +126,8 @@ def main(argv: list[str]) -> int:
                 _saved(Path(directory), timings).stop()
             case ["crash-matrix", directory, *points]:
                 return _crash_matrix(Path(directory), timings, points)
+            case ["repro", sysroot, directory, *option_file] if len(option_file) <= 1:
+                _repro(Path(sysroot), Path(directory), timings, option_file)
             case _:
                 print(USAGE, file=sys.stderr)
                 return 2
