@@ -30,6 +30,7 @@ SERVER_GROUPS = ["mysqld", "server", "mariadb", "mariadbd", "mysqld-10.11", "mar
 VALUES = {
     "innodb_flush_log_at_trx_commit": ["0", "1", "2", "3"],
     "sync_binlog": ["0", "1", "1000"],
+    "innodb_flush_log_at_timeout": ["1", "2", "30"],
     "innodb_doublewrite": ["0", "1", "OFF", "ON", "false"],
     "innodb_flush_method": ["O_DIRECT_NO_FSYNC", "nosync", "littlesync", "O_DIRECT", "fsync"],
 }

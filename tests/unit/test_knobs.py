@@ -122,7 +122,10 @@ def test_durability_knobs(cat: Catalog) -> None:
         "sync_binlog",
         "innodb_doublewrite",
         "innodb_flush_method",
+        "innodb_flush_log_at_timeout",  # how many seconds trx_commit 0 or 2 can lose
     }
+    assert cat.is_unsafe("innodb_flush_log_at_timeout", "5")
+    assert not cat.is_unsafe("innodb_flush_log_at_timeout", "1")
     assert cat.is_unsafe("innodb_flush_log_at_trx_commit", "2")
     assert cat.is_unsafe("innodb_flush_log_at_trx_commit", 0)
     assert not cat.is_unsafe("innodb_flush_log_at_trx_commit", "1")
