@@ -191,3 +191,12 @@ def test_tune_on_a_stopped_sandbox_leaves_it_stopped(home: Path, src: Sandbox) -
         assert outside_source(home, src) == before
     finally:
         src.start(timeout_s=120)
+
+
+def test_accelerate_on_a_sandbox_refuses_a_dataset_mismatch_first(home: Path, src: Sandbox) -> None:
+    """Sandbox mode: the sandbox's sbtest holds 1 x 1,000 rows: refused before the sandbox
+    is restarted or probed, the hint naming what accelerate's user can do (bench's
+    --cleanup as a bench command, not as an option of accelerate)."""
+    args = ["accelerate", "--sandbox", "src", "--runs", "1", "--time", "5", "--scale", "0.01"]
+    hint = refused(home, src, args, ExitCode.USAGE, "holds a dataset of 1 x 1,000 rows")
+    assert "myaccel bench --sandbox src --cleanup" in hint and "--scale" in hint

@@ -17,6 +17,7 @@ from pathlib import Path
 from myaccel.accelerate.build_arm import BuiltServer, ensure_build
 from myaccel.accelerate.candidate import write_candidate
 from myaccel.accelerate.common import probe_and_plan
+from myaccel.accelerate.dataset_check import dataset_conflict
 from myaccel.accelerate.request import (
     AccelerateRequest,
     AccelerateResult,
@@ -29,6 +30,14 @@ from myaccel.errors import UsageError
 from myaccel.server.sandbox import Sandbox
 
 
+def _dataset_hint(name: str) -> str:
+    return (
+        f"accelerate never drops a dataset: choose --profile/--scale to match the one in "
+        f"sandbox '{name}', or drop it first with `myaccel bench --sandbox {name} --cleanup` "
+        "(with the same --profile/--scale)"
+    )
+
+
 def run_on_sandbox(
     req: AccelerateRequest, target: SandboxTarget, progress: Progress
 ) -> AccelerateResult:
@@ -36,6 +45,11 @@ def run_on_sandbox(
     create = ab.sandbox_needs_creation(name, create=target.create, explicit=target.explicit)
     # made or loaded once here, then passed on (the A/B, the swap)
     sb = ab.open_sandbox(name, create=create, basedir=target.basedir, note=progress.note)
+    if not create and req.workload is None and sb.is_running():
+        # before anything is restarted, probed or written
+        conflict = dataset_conflict(sb.connect_params(), req.profile.tables, req.profile.table_size)
+        if conflict is not None:
+            raise UsageError(conflict.message, hint=_dataset_hint(name))
     if not create:
         if target.basedir is not None:
             progress.note(f"sandbox '{name}' exists: it keeps its server ({sb.binary_path})")
@@ -69,7 +83,12 @@ def run_on_sandbox(
     )
     for r in cand.applied:
         progress.note(f"  {r.id}: {r.target} {r.current} -> {r.proposed}")
-    result = ab_against_base(req, sb, cand.path, out, progress, built=built)
+    try:
+        result = ab_against_base(req, sb, cand.path, out, progress, built=built)
+    except UsageError as exc:
+        if "--cleanup" not in exc.hint:  # bench's option: accelerate has none
+            raise
+        raise UsageError(exc.message, hint=_dataset_hint(name)) from exc
     journal = None
     if built is not None and req.build is not None and req.build.swap_binary:
         journal = swap_binary(sb, built, plan.created_at, plan.facts_digest, progress)
