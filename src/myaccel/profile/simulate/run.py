@@ -143,6 +143,7 @@ def _restore(sandbox: Sandbox, prior: ActiveConfig, was_running: bool, say: Prog
     with contextlib.suppress(MyaccelError):
         if sandbox.is_running() and sandbox.status().active_config.wrapper:
             say(sandbox.stop(timeout_s=SHUTDOWN_TIMEOUT_S))
+        sandbox.forget_owner()  # put back by its owner: nothing for the next command
     if was_running and not sandbox.is_running():
         res = sandbox.start(prior.options(), progress=say)
         say(res.message)

@@ -23,6 +23,7 @@ from myaccel.bench.runner import (
 from myaccel.bench.sysbench_output import parse_output
 from myaccel.errors import MyaccelError, ProcessFailed
 from myaccel.model import same_named
+from myaccel.owner import ProcessOwner
 from myaccel.profile.simulate.figures import derive_metrics
 from myaccel.profile.simulate.models import Progress, SimulationResult, SimulationRun
 from myaccel.profile.simulate.parse import read_out_file
@@ -77,8 +78,13 @@ def one_run(
     )
     say(f"starting the server under {req.tool} ({label} run, {n_events} events)")
     t0 = time.monotonic()
+    # owned by this process: if it is killed, the next myaccel command takes the sandbox
+    # out from under valgrind (myaccel.cli.repair)
     started = sandbox.start(
-        ServerOptions(req.config, req.sets, req.basedir), wrapper=wrapper, progress=say
+        ServerOptions(req.config, req.sets, req.basedir),
+        wrapper=wrapper,
+        progress=say,
+        owner=ProcessOwner.this_process("profile --simulate"),
     )
     start_s = time.monotonic() - t0
     pid = started.pid
