@@ -19,7 +19,7 @@ from lab.guest import Guest
 from lab.image import Image, build_image, cached_image
 from lab.preflight import missing_reason
 from lab.timing import Timings
-from lab.topology import LAB_TOPOLOGY
+from lab.topology import LAB_TOPOLOGY, Topology
 
 USAGE = (
     "usage: python -m lab build | boot DIR | ssh DIR [COMMAND...] | stop DIR | "
@@ -36,14 +36,15 @@ def _saved(workdir: Path, timings: Timings) -> Guest:
     return guest
 
 
-def _boot(workdir: Path, timings: Timings) -> None:
+def _boot(workdir: Path, timings: Timings, topology: Topology = LAB_TOPOLOGY) -> Guest:
     reason = missing_reason(cache_dir(), image_cached=cached_image() is not None)
     if reason:
         raise LabError(reason)
-    guest = Guest(build_image(timings), LAB_TOPOLOGY, workdir, timings)
+    guest = Guest(build_image(timings), topology, workdir, timings)
     guest.boot()
     _save(workdir, guest)
     print(f"ssh: python -m lab ssh {workdir}   (pid {guest.pid}, port {guest.port})")
+    return guest
 
 
 def _save(workdir: Path, guest: Guest) -> None:
@@ -71,12 +72,7 @@ def _repro(sysroot: Path, workdir: Path, timings: Timings, option_file: list[str
     print(f"guest:    {repro.describe_topology(topology)} (sizes scaled, layout kept)")
     if machine.arch != "x86_64":
         print(f"note: an {machine.arch} report in the x86-64 lab: its layout, not its CPU")
-    reason = missing_reason(cache_dir(), image_cached=cached_image() is not None)
-    if reason:
-        raise LabError(reason)
-    guest = Guest(build_image(timings), topology, workdir, timings)
-    guest.boot()
-    _save(workdir, guest)
+    guest = _boot(workdir, timings, topology)
     wheel = build_wheel(Path(tempfile.mkdtemp(prefix="lab-wheel-")), timings)
     print(
         f"myaccel in the guest: {install(guest, wheel, wheelhouse(cache_dir(), timings), timings)}"
