@@ -121,12 +121,13 @@ def _restore_abandoned_arms(note: Note) -> None:
                 what = "started it again on its base configuration (it was left stopped)"
             note(
                 f"note: {owner.command} (pid {owner.pid}) was killed and left sandbox "
-                f"'{name}' on an arm's configuration; {what}"
+                f"'{name}' on the configuration it measured with; {what}"
             )
         except (MyaccelError, OSError) as exc:
             note(
-                f"warning: sandbox '{name}' was left on an arm's configuration by a killed "
-                f"{owner.command} (pid {owner.pid}) and could not be put back: {exc}; run: "
+                f"warning: sandbox '{name}' was left on the configuration a killed "
+                f"{owner.command} (pid {owner.pid}) measured with, and could not be put back: "
+                f"{exc}; run: "
                 f"myaccel sandbox restart {name} --base-config"
             )
 
