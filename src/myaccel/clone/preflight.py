@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import pymysql
 
+from myaccel import proc
 from myaccel.actions.settings.systemd import cgroup_unit
 from myaccel.clone.errors import CloneError, MissingPrivileges, NoDiskForCopy
 from myaccel.clone.source import SourceServer
@@ -278,6 +279,15 @@ def _local_copy_problems(
             )
         )
         return
+    backup = src.adapter.hot_copy == "mariadb-backup" and not schema_only
+    if backup and proc.which("mariadb-backup") is None and proc.which("mariabackup") is None:
+        # Debian's mariadb-server does not pull it in (found on a stock server in the lab)
+        pre.problems.append(
+            Problem(
+                "mariadb-backup is not installed (a MariaDB clone copies the data with it)",
+                hint="apt-get install mariadb-backup (of the server's version)",
+            )
+        )
     if src.adapter.hot_copy == "mariadb-backup" and not os.access(src.datadir, os.R_OK | os.X_OK):
         pre.problems.append(
             Problem(
