@@ -4,6 +4,7 @@ from a source, the fence, the preflight checks and the record."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -237,3 +238,28 @@ def test_record_round_trip(tmp_path: Path) -> None:
     path = save_record(tmp_path, rec)
     assert artifacts.load_any(path).model_dump() == rec.model_dump()
     assert load_record(tmp_path).steps[0].name == "copy"
+
+
+def test_the_ab_needs_room_for_each_arms_redo_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found in the lab: a plan's 2 GiB redo log, written out in the candidate's snapshot,
+    filled the free disk in the middle of the A/B. accelerate now refuses before the clone."""
+    from myaccel.accelerate.existing import check_ab_disk
+    from myaccel.actions.plan_apply import PlannedChanges
+    from myaccel.clone.errors import NoDiskForCopy
+    from myaccel.clone.preflight import disk_for_ab
+    from plans import rec
+
+    mib = 1024 * 1024
+    src = _source(tmp_path, innodb_log_file_size=str(96 * mib))
+    src.data_bytes = 124 * mib
+    pc = PlannedChanges(recs=[rec("server-redo-capacity", "mysql:innodb_log_file_size", "2G")])
+    free = 4 * GIB
+    module = sys.modules["myaccel.clone.preflight"]  # the package names a function so too
+    monkeypatch.setattr(module, "_free_bytes", lambda t: (t, free))
+    need = disk_for_ab(src.data_bytes, 96 * mib, [96 * mib, 2 * GIB], tmp_path).need_bytes
+    assert need > free  # two dense 2 GiB logs: the grown one and the candidate's snapshot
+    with pytest.raises(NoDiskForCopy, match="the clone's A/B"):
+        check_ab_disk(src, pc, arms=2)
+    check_ab_disk(src, PlannedChanges(), arms=2)  # the server's own 96 MiB log fits

@@ -40,13 +40,16 @@ from myaccel.actions.target import ServerTarget, sandbox_target, server_target
 from myaccel.artifacts import write_text
 from myaccel.bench.compare import Comparison
 from myaccel.clone import CloneRequest, RestartMethod, make_clone, preflight
-from myaccel.clone.source import read_source
+from myaccel.clone.errors import NoDiskForCopy
+from myaccel.clone.preflight import disk_for_ab, redo_bytes
+from myaccel.clone.source import SourceServer, read_source
 from myaccel.errors import UsageError
 from myaccel.model import Facts
 from myaccel.rules.model import Plan
 from myaccel.server.connection import ConnectParams
 from myaccel.server.sandbox import Sandbox
 from myaccel.server.sandbox.layout import sandboxes_root
+from myaccel.units import size_or_none
 
 CLONE_FIGURES = "from the clone: interleaved A/B (ABBA) on a copy of the server, causal"
 
@@ -118,6 +121,26 @@ def check_dataset(params: ConnectParams, req: AccelerateRequest) -> None:
         raise UsageError(conflict.message, hint=hint)
 
 
+_REDO_KNOBS = ("innodb_redo_log_capacity", "innodb_log_file_size")
+
+
+def check_ab_disk(src: SourceServer, pc: PlannedChanges, *, arms: int) -> None:
+    """Before the clone: room for it and for its A/B, whose snapshots carry each arm's
+    redo log written out (the plan's may be far larger than the server's)."""
+    now = redo_bytes(src.variables)
+    planned = now
+    for r in pc.recs:
+        name = r.target.removeprefix("mysql:")
+        if name in _REDO_KNOBS and (size := size_or_none(r.proposed)) is not None:
+            files = size_or_none(src.variables.get("innodb_log_files_in_group")) or 1
+            planned = size if name == "innodb_redo_log_capacity" else size * files
+    check = disk_for_ab(src.data_bytes, now, [now, *[planned] * (arms - 1)], sandboxes_root())
+    if not check.fits:
+        raise NoDiskForCopy(
+            f"not enough disk for the clone's A/B: {check.describe()}", hint=DISK_HINT
+        )
+
+
 def run_on_server(
     req: AccelerateRequest,
     target: ExistingServer,
@@ -161,6 +184,7 @@ def run_on_server(
             "the plan has nothing to apply on this server",
             hint="`myaccel plan` with the same server options shows the plan",
         )
+    check_ab_disk(src, pc, arms=3 if build is not None else 2)  # before anything is written
     out = save_facts_and_plan(req, facts, plan)
     if not server.startable():
         progress.note(

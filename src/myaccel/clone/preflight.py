@@ -186,6 +186,19 @@ def disk_for_copy(data_bytes: int, target: Path) -> DiskCheck:
     return DiskCheck(str(probe), need, free)
 
 
+def disk_for_ab(data_bytes: int, redo_now: int, arm_redos: list[int], target: Path) -> DiskCheck:
+    """The clone and the A/B on it: the copy (as ``disk_for_copy``), then a snapshot of
+    the datadir per arm with that arm's redo log written out (dense, so that no arm
+    measures a log fresh from fallocate), and the clone's own log grown to the largest
+    arm's. Found in the lab: a plan's 2 GiB redo log filled a guest's free 4 GiB."""
+    probe, free = _free_bytes(target)
+    copy = int(data_bytes * COPY_OVERHEAD) + COPY_MARGIN_BYTES
+    snapshots = sum(data_bytes + redo for redo in arm_redos)
+    growth = max(0, max(arm_redos, default=0) - redo_now)
+    what = f"the clone and its A/B ({len(arm_redos)} snapshots, each with its arm's redo log)"
+    return DiskCheck(str(probe), copy + snapshots + growth, free, what=what)
+
+
 def redo_bytes(variables: dict[str, str]) -> int:
     """The redo log the clone's first start creates, as the source is configured
     (MySQL 8.0.30+: ``innodb_redo_log_capacity``; else the log file size times the
