@@ -35,7 +35,9 @@ class Notes:
 def test_the_sandbox_is_made_or_loaded_once(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exists: bool
 ) -> None:
-    sb = SimpleNamespace(name="s1", connect_params=lambda: None, state=None)
+    sb = SimpleNamespace(
+        name="s1", connect_params=lambda: None, state=None, is_running=lambda: False
+    )
     opened: list[str] = []
 
     def load(name: str, **kw: Any) -> Any:
