@@ -1,0 +1,116 @@
+"""The aarch64 lab (`make lab-arm-test`): Debian 12 arm64 guests on qemu's `virt` board, one
+with `-cpu neoverse-n1` (ARMv8.2, LSE atomics) and one with `-cpu cortex-a72` (ARMv8.0, no
+LSE), each 4 CPUs in 2 sockets and 2 NUMA nodes. myaccel's probe must see what the CPU model
+and the topology define, and myaccel's cross-built aarch64 binaries must run where their
+atomics can: inline LSE on neoverse-n1 only, outline atomics on both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab import crossbuild
+from lab.guest import Guest
+from lab.timing import Timings
+
+pytestmark = pytest.mark.lab_arm
+
+# qemu's models (target/arm/cpu64.c): MIDR implementer 0x41 (Arm), the part, and whether
+# ID_AA64ISAR0_EL1.Atomic says LSE (the kernel's `atomics` hwcap)
+MODELS: dict[str, dict[str, Any]] = {
+    "neoverse-n1": {"part": "0xd0c", "family": "neoverse-n1", "lse": True},
+    "cortex-a72": {"part": "0xd08", "family": "cortex-a72", "lse": False},
+}
+SIGILL_EXIT = 128 + 4  # the shell's status of a process killed by SIGILL
+BENCH = "--bench --ops 20000 --threads 2"
+
+
+def _model(guest: Guest) -> dict[str, Any]:
+    return MODELS[guest.topology.cpu_model]
+
+
+def _json(guest: Guest, command: str) -> Any:
+    return json.loads(guest.run(command, timeout=900))
+
+
+def test_arm_guest_has_the_declared_machine(arm_guest: Guest) -> None:
+    assert arm_guest.run("uname -m").strip() == "aarch64"
+    assert arm_guest.run("cat /proc/1/comm").strip() == "systemd"
+    assert arm_guest.run("systemctl is-active mariadb.service").strip() == "active"
+    assert arm_guest.run("nproc").strip() == "4"
+    cpuinfo = arm_guest.run("cat /proc/cpuinfo")
+    assert f"CPU part\t: {_model(arm_guest)['part']}" in cpuinfo, cpuinfo[:400]
+    hwcaps = arm_guest.run("grep -m1 ^Features /proc/cpuinfo").split(":", 1)[1].split()
+    assert ("atomics" in hwcaps) == _model(arm_guest)["lse"], hwcaps
+    nodes = arm_guest.run("ls -d /sys/devices/system/node/node*").split()
+    assert [n.rsplit("/", 1)[1] for n in nodes] == ["node0", "node1"]
+    cpulists = arm_guest.run("cat /sys/devices/system/node/node[01]/cpulist").split()
+    assert cpulists == ["0-1", "2-3"]
+    sockets = arm_guest.run("cat /sys/devices/system/cpu/cpu[0-3]/topology/physical_package_id")
+    assert sockets.split() == ["0", "0", "1", "1"]
+
+
+def test_probe_reports_the_cpu_model_and_topology(arm_guest: Guest) -> None:
+    guest = arm_guest
+    want = _model(guest)
+    facts = _json(guest, "myaccel probe --json")
+    cpu = facts["cpu"]
+    assert cpu["arch"]["value"] == "aarch64"
+    assert cpu["implementer"]["value"] == "0x41"
+    assert cpu["part"]["value"] == want["part"]
+    assert cpu["family"]["value"] == want["family"]
+    assert cpu["has_lse"]["value"] is want["lse"], cpu["has_lse"]
+    assert ("atomics" in cpu["features"]["value"]) is want["lse"]
+    assert cpu["logical_cpus"]["value"] == 4
+    assert cpu["sockets"]["value"] == 2
+    nodes = cpu["numa_nodes"]["value"]
+    assert [(n["node"], n["cpus"]) for n in nodes] == [(0, "0-1"), (1, "2-3")], nodes
+    line = guest.run("cat /sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size").strip()
+    lines = {c["line_size_bytes"] for c in cpu["caches"]["value"]}
+    assert lines == {int(line)}, cpu["caches"]
+    assert facts["server"] is not None, "probe found no server on the default socket"
+    assert facts["server"]["pid"]["value"] == int(
+        guest.run("systemctl show -P MainPID mariadb.service")
+    )
+
+
+def test_cross_built_atomics_run_where_the_cpu_has_them(
+    arm_guest: Guest,
+    arm_builds: dict[str, crossbuild.CrossBuild],
+    lab_timings: Timings,
+) -> None:
+    """The outline-atomics build runs on both models; the inline-LSE build (`--opt lse
+    --target-cpu neoverse-n1`) runs on neoverse-n1 and dies of SIGILL on cortex-a72."""
+    guest = arm_guest
+    lse = _model(guest)["lse"]
+    for label, build in arm_builds.items():
+        where = f"/root/cross/{label}"
+        guest.run(f"mkdir -p {where}")
+        guest.copy_in([build.binary, build.manifest], where + "/")
+        checks = _json(
+            guest,
+            f"myaccel verify-build {where}/kvlabd --manifest {where}/manifest.json --json",
+        )
+        atomics = next(c for c in checks if c["id"] == "atomics")
+        assert atomics["status"] == "pass" and atomics["expected"] == build.atomics, atomics
+        with lab_timings.step(f"kvlabd {BENCH} ({label} atomics)"):
+            r = guest.ssh(f"{where}/kvlabd {BENCH}", timeout=600)
+        if label == "lse" and not lse:
+            assert r.returncode == SIGILL_EXIT, (r.returncode, r.stdout, r.stderr)
+        else:
+            assert r.returncode == 0 and "checksum=" in r.stdout, (r.returncode, r.stderr)
+
+
+@pytest.fixture(scope="session")
+def arm_builds(
+    tmp_path_factory: pytest.TempPathFactory, lab_timings: Timings
+) -> dict[str, crossbuild.CrossBuild]:
+    """kvlabd built by `myaccel build --cross aarch64` on the host, once per session."""
+    reason = crossbuild.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    out: Path = tmp_path_factory.mktemp("cross")
+    return {label: crossbuild.cross_build(out, label, lab_timings) for label in crossbuild.BUILDS}
