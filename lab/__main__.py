@@ -18,6 +18,7 @@ from lab.config import AMD64, ARCHES, Arch, cache_dir
 from lab.errors import LabError
 from lab.guest import Guest
 from lab.image import build_image, cached_image, image_at
+from lab.install import mariadb_system_tables
 from lab.preflight import missing_reason
 from lab.timing import Timings
 from lab.topology import lab_topology
@@ -45,6 +46,8 @@ def _boot(workdir: Path, timings: Timings, arch: Arch, cpu_model: str | None) ->
         raise LabError(reason)
     guest = Guest(build_image(timings, arch=arch), topology, workdir, timings)
     guest.boot()
+    if arch != AMD64:
+        mariadb_system_tables(guest, timings)
     _save(workdir, guest)
     print(f"ssh: python -m lab ssh {workdir}   (pid {guest.pid}, port {guest.port})")
 

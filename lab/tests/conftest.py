@@ -18,7 +18,7 @@ import pytest
 from lab.config import ARM64, cache_dir
 from lab.guest import Guest
 from lab.image import build_image, cached_image
-from lab.install import build_wheel, install, wheelhouse
+from lab.install import build_wheel, install, mariadb_system_tables, wheelhouse
 from lab.preflight import missing_reason
 from lab.timing import Timings
 from lab.topology import ARM_CPU_MODELS, LAB_TOPOLOGY, arm_topology
@@ -116,6 +116,7 @@ def arm_guest(request: pytest.FixtureRequest, lab_wheel: Path) -> Iterator[Guest
     TIMINGS.label = model
     try:
         machine.boot()
+        mariadb_system_tables(machine, TIMINGS)
         house = wheelhouse(cache, TIMINGS, ARM64)
         version = install(machine, lab_wheel, house, TIMINGS)
         TIMINGS.say(f"lab: the {model} guest runs {version}")

@@ -53,11 +53,14 @@ def test_arm_guest_has_the_declared_machine(arm_guest: Guest) -> None:
     assert sockets.split() == ["0", "0", "1", "1"]
 
 
-def test_probe_reports_the_cpu_model_and_topology(arm_guest: Guest) -> None:
+def test_probe_reports_the_cpu_model_and_topology(arm_guest: Guest, lab_timings: Timings) -> None:
     guest = arm_guest
     want = _model(guest)
     facts = _json(guest, "myaccel probe --json")
     cpu = facts["cpu"]
+    shown = ("arch", "implementer", "part", "model", "family", "has_lse", "sockets", "numa_nodes")
+    for key in (*shown, "caches"):  # the real output, in the session's log (docs/lab.md)
+        lab_timings.say(f"lab: {guest.topology.cpu_model} probe cpu.{key} = {cpu[key]['value']}")
     assert cpu["arch"]["value"] == "aarch64"
     assert cpu["implementer"]["value"] == "0x41"
     assert cpu["part"]["value"] == want["part"]
@@ -68,13 +71,26 @@ def test_probe_reports_the_cpu_model_and_topology(arm_guest: Guest) -> None:
     assert cpu["sockets"]["value"] == 2
     nodes = cpu["numa_nodes"]["value"]
     assert [(n["node"], n["cpus"]) for n in nodes] == [(0, "0-1"), (1, "2-3")], nodes
-    line = guest.run("cat /sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size").strip()
-    lines = {c["line_size_bytes"] for c in cpu["caches"]["value"]}
-    assert lines == {int(line)}, cpu["caches"]
     assert facts["server"] is not None, "probe found no server on the default socket"
     assert facts["server"]["pid"]["value"] == int(
         guest.run("systemctl show -P MainPID mariadb.service")
     )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the probe reads cache line sizes from sysfs only; Linux 6.1 on arm64 takes them "
+    "from the device tree, and qemu's virt board describes no caches (glibc reads 64 from "
+    "CTR_EL0)",
+)
+def test_probe_knows_the_cache_line_size(arm_guest: Guest) -> None:
+    """The L1 data cache line: what glibc reads from CTR_EL0 (`getconf`), the probe must
+    report too. Here the kernel lists the caches (level, type) with no size or line size."""
+    line = int(arm_guest.run("getconf LEVEL1_DCACHE_LINESIZE").strip())
+    assert line == 64
+    caches = _json(arm_guest, "myaccel probe --json")["cpu"]["caches"]
+    l1d = [c for c in caches["value"] or [] if c["level"] == 1 and c["type"] == "Data"]
+    assert l1d and l1d[0]["line_size_bytes"] == line, caches
 
 
 def test_cross_built_atomics_run_where_the_cpu_has_them(
