@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe fleet-test lab-test
+.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe fleet-test lab-test lab-arm-test
 
 system-deps:
 	@bash scripts/ensure-system-deps.sh
@@ -50,6 +50,14 @@ fleet-test: system-deps venv
 lab-test: venv
 	@bash scripts/ensure-lab-deps.sh
 	$(BIN)/pytest -q -m lab --timeout 3600 --durations=0 -p no:cacheprovider lab/tests
+
+# The aarch64 lab (docs/lab.md, "The aarch64 lab"): Debian 12 arm64 guests on qemu's virt board,
+# -cpu neoverse-n1 (LSE) then cortex-a72 (no LSE), 2 NUMA nodes each. Not in `make test`, not
+# in `make lab-test` (marker lab_arm, not lab), not in .ci/run. Bounded: SIGINT after 90 min
+# (pytest then stops the guest), SIGKILL 5 minutes later.
+lab-arm-test: venv
+	@bash scripts/ensure-lab-deps.sh arm64
+	timeout --signal=INT --kill-after=300 5400 $(BIN)/pytest -q -m lab_arm --timeout 3600 --durations=0 -p no:cacheprovider lab/tests
 
 demo: system-deps venv
 	@bash scripts/demo.sh

@@ -1,9 +1,10 @@
-"""`python -m lab build | boot DIR | ssh DIR [COMMAND] | stop DIR | crash-matrix DIR
-[PHASE:POINT ...]`: the lab by hand (crash-matrix: lab/crash_matrix.py, on the booted guest
-with myaccel installed).
+"""`python -m lab build [--arch arm64] | boot DIR [--arch arm64] [--cpu MODEL] | ssh DIR
+[COMMAND] | stop DIR | crash-matrix DIR [PHASE:POINT ...]`: the lab by hand (crash-matrix:
+lab/crash_matrix.py, on the booted guest with myaccel installed).
 
 `boot` leaves the guest running (state in DIR/guest.json) for a person to look around in;
-`stop` powers it off. The tests use the same classes (lab/tests/conftest.py).
+`stop` powers it off. The tests use the same classes (lab/tests/conftest.py). `--arch arm64`
+is the aarch64 lab (`--cpu neoverse-n1`, the default, or `cortex-a72`).
 """
 
 from __future__ import annotations
@@ -13,35 +14,48 @@ import os
 import sys
 from pathlib import Path
 
-from lab.config import cache_dir
+from lab.config import AMD64, ARCHES, Arch, cache_dir
 from lab.errors import LabError
 from lab.guest import Guest
-from lab.image import Image, build_image, cached_image
+from lab.image import build_image, cached_image, image_at
+from lab.install import mariadb_system_tables
 from lab.preflight import missing_reason
 from lab.timing import Timings
-from lab.topology import LAB_TOPOLOGY, Topology
+from lab.topology import Topology, lab_topology
 
 USAGE = (
-    "usage: python -m lab build | boot DIR | ssh DIR [COMMAND...] | stop DIR | "
-    "crash-matrix DIR [apply:POINT | rollback:POINT ...] | "
+    "usage: python -m lab build [--arch arm64] | boot DIR [--arch arm64] [--cpu MODEL] | "
+    "ssh DIR [COMMAND...] | stop DIR | crash-matrix DIR [apply:POINT | rollback:POINT ...] | "
     "repro SYSROOT DIR [OPTION_FILE]"
 )
 
 
 def _saved(workdir: Path, timings: Timings) -> Guest:
     state = json.loads((workdir / "guest.json").read_text())
-    guest = Guest(Image(Path(state["image"])), LAB_TOPOLOGY, workdir, timings, port=state["port"])
+    image = image_at(Path(state["image"]))
+    topology = lab_topology(image.arch, state.get("cpu_model"))
+    guest = Guest(image, topology, workdir, timings, port=state["port"])
     guest.pid = state["pid"]
     guest.boots = state["boots"]
     return guest
 
 
-def _boot(workdir: Path, timings: Timings, topology: Topology = LAB_TOPOLOGY) -> Guest:
-    reason = missing_reason(cache_dir(), image_cached=cached_image() is not None)
+def _boot(
+    workdir: Path,
+    timings: Timings,
+    arch: Arch = AMD64,
+    cpu_model: str | None = None,
+    topology: Topology | None = None,
+) -> Guest:
+    """Boot a guest in ``workdir`` (``topology``: the lab's machine for ``arch``)."""
+    topology = topology or lab_topology(arch, cpu_model)
+    reason = missing_reason(cache_dir(), cached_image(arch=arch) is not None, arch)
     if reason:
         raise LabError(reason)
-    guest = Guest(build_image(timings), topology, workdir, timings)
+    guest = Guest(build_image(timings, arch=arch), topology, workdir, timings)
     guest.boot()
+    if arch != AMD64:
+        mariadb_system_tables(guest, timings)
     _save(workdir, guest)
     print(f"ssh: python -m lab ssh {workdir}   (pid {guest.pid}, port {guest.port})")
     return guest
@@ -50,6 +64,7 @@ def _boot(workdir: Path, timings: Timings, topology: Topology = LAB_TOPOLOGY) ->
 def _save(workdir: Path, guest: Guest) -> None:
     state = {
         "image": str(guest.image.directory),
+        "cpu_model": guest.topology.cpu_model,
         "port": guest.port,
         "pid": guest.pid,
         "boots": guest.boots,
@@ -72,7 +87,7 @@ def _repro(sysroot: Path, workdir: Path, timings: Timings, option_file: list[str
     print(f"guest:    {repro.describe_topology(topology)} (sizes scaled, layout kept)")
     if machine.arch != "x86_64":
         print(f"note: an {machine.arch} report in the x86-64 lab: its layout, not its CPU")
-    guest = _boot(workdir, timings, topology)
+    guest = _boot(workdir, timings, topology=topology)
     wheel = build_wheel(Path(tempfile.mkdtemp(prefix="lab-wheel-")), timings)
     print(
         f"myaccel in the guest: {install(guest, wheel, wheelhouse(cache_dir(), timings), timings)}"
@@ -107,14 +122,39 @@ def _crash_matrix(workdir: Path, timings: Timings, points: list[str]) -> int:
     return 0 if all(r.ok for r in rows) else 1
 
 
+def _options(argv: list[str]) -> tuple[list[str], Arch, str | None]:
+    """`--arch NAME` and `--cpu MODEL` taken out of argv (build and boot)."""
+    rest: list[str] = []
+    arch, cpu = AMD64, None
+    words = iter(argv)
+    for word in words:
+        if word in ("--arch", "--cpu"):
+            value = next(words, None)
+            if value is None:
+                raise LabError(f"lab: {word} needs a value")
+            if word == "--cpu":
+                cpu = value
+            elif value in ARCHES:
+                arch = ARCHES[value]
+            else:
+                raise LabError(f"lab: --arch is one of {', '.join(ARCHES)}")
+        else:
+            rest.append(word)
+    return rest, arch, cpu
+
+
 def main(argv: list[str]) -> int:
     timings = Timings()
     try:
+        if argv[:1] in (["build"], ["boot"]):
+            argv, arch, cpu = _options(argv)
+        else:
+            arch, cpu = AMD64, None
         match argv:
             case ["build"]:
-                print(build_image(timings).directory)
+                print(build_image(timings, arch=arch).directory)
             case ["boot", directory]:
-                _boot(Path(directory), timings)
+                _boot(Path(directory), timings, arch, cpu)
             case ["ssh", directory, *command]:
                 guest = _saved(Path(directory), timings)
                 os.execvp("ssh", guest.ssh_argv(" ".join(command)))

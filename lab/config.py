@@ -2,7 +2,9 @@
 
 The image's cache key is a hash of everything below that changes its content: the recipe
 version (bump it when `image.py` changes what it writes into the tree), the suite, the
-variant and the package list.
+variant and the package list. An architecture other than amd64 adds its name and its own
+recipe version to the key; amd64's key predates the architecture parameter and hashes what
+it always hashed, so its cached image stays valid.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 RECIPE_VERSION = 1
@@ -39,6 +42,52 @@ IMAGE_SIZE = "6G"
 NEEDED_FREE_BYTES = 8 * 1024**3
 
 
+@dataclass(frozen=True)
+class Arch:
+    """A guest architecture: Debian's name for it, the kernel's (``uname -m``), the kernel
+    package, the system emulator and its Debian package, the serial console's device and the
+    Python platform tag suffix of its wheels."""
+
+    debian: str
+    machine: str
+    kernel_package: str
+    qemu_system: str
+    qemu_package: str
+    console: str
+    # bump when image.py changes what it writes for this architecture only (not amd64's key)
+    recipe: int = 0
+
+    @property
+    def foreign(self) -> bool:
+        """Its binaries need qemu-user here (debootstrap's second stage in a chroot)."""
+        return self.machine != os.uname().machine
+
+
+AMD64 = Arch(
+    debian="amd64",
+    machine="x86_64",
+    kernel_package="linux-image-amd64",
+    qemu_system="qemu-system-x86_64",
+    qemu_package="qemu-system-x86",
+    console="ttyS0",
+)
+ARM64 = Arch(
+    debian="arm64",
+    machine="aarch64",
+    kernel_package="linux-image-arm64",
+    qemu_system="qemu-system-aarch64",
+    qemu_package="qemu-system-arm",
+    console="ttyAMA0",
+    recipe=1,
+)
+ARCHES = {arch.debian: arch for arch in (AMD64, ARM64)}
+
+
+def packages(arch: Arch = AMD64) -> tuple[str, ...]:
+    """PACKAGES with the architecture's kernel in place of amd64's."""
+    return tuple(arch.kernel_package if p == AMD64.kernel_package else p for p in PACKAGES)
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("MYACCEL_LAB_CACHE") or DEFAULT_CACHE)
 
@@ -47,12 +96,15 @@ def mirror() -> str:
     return os.environ.get("MYACCEL_LAB_MIRROR") or DEFAULT_MIRROR
 
 
-def image_key() -> str:
-    recipe = {
+def image_key(arch: Arch = AMD64) -> str:
+    recipe: dict[str, object] = {
         "recipe": RECIPE_VERSION,
         "suite": SUITE,
         "variant": VARIANT,
-        "packages": sorted(PACKAGES),
+        "packages": sorted(packages(arch)),
     }
+    if arch != AMD64:  # amd64's key is the one it had before there was a second architecture
+        recipe["arch"] = arch.debian
+        recipe["arch_recipe"] = arch.recipe
     blob = json.dumps(recipe, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

@@ -121,9 +121,10 @@ class Guest:
             ssh_port=self.port,
             console=self.console,
             pidfile=self.pidfile,
+            arch=self.image.arch,
         )
         (self.workdir / "qemu.argv").write_text(shlex.join(argv) + "\n")
-        _host(argv, "qemu-system-x86_64")
+        _host(argv, self.image.arch.qemu_system)
         self.pid = int(self.pidfile.read_text().strip())
 
     def running(self) -> bool:

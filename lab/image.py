@@ -4,6 +4,12 @@ mount), cached under `<cache>/images/<key>` with the kernel, initrd and ssh key 
 
 A build works in `<key>.partial` and renames it when complete, so a cached image is always
 whole; an interrupted build resumes after its debootstrap when that had finished.
+
+A foreign architecture (arm64 on an x86-64 host) is built the same way: debootstrap
+`--arch=arm64` runs its second stage (dpkg, maintainer scripts, update-initramfs) in the
+chroot through binfmt_misc and qemu-user-static's `qemu-aarch64` registered with the F flag
+(the kernel opens the static emulator at registration, so it need not be in the chroot);
+`foreign_exec` mounts binfmt_misc and registers it when the host has not.
 """
 
 from __future__ import annotations
@@ -15,14 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.config import (
+    AMD64,
+    ARCHES,
     IMAGE_SIZE,
-    PACKAGES,
     RECIPE_VERSION,
     SUITE,
     VARIANT,
+    Arch,
     cache_dir,
     image_key,
     mirror,
+    packages,
 )
 from lab.errors import LabError
 from lab.timing import Timings
@@ -43,6 +52,7 @@ class Image:
     """A complete cached image: what a boot needs."""
 
     directory: Path
+    arch: Arch = AMD64
 
     @property
     def raw(self) -> Path:
@@ -65,9 +75,16 @@ class Image:
         return data
 
 
-def cached_image(cache: Path | None = None) -> Image | None:
-    directory = (cache or cache_dir()) / "images" / image_key()
-    return Image(directory) if (directory / "image.json").is_file() else None
+def cached_image(cache: Path | None = None, arch: Arch = AMD64) -> Image | None:
+    directory = (cache or cache_dir()) / "images" / image_key(arch)
+    return Image(directory, arch) if (directory / "image.json").is_file() else None
+
+
+def image_at(directory: Path) -> Image:
+    """A cached image by its directory, with the architecture its manifest records (an
+    image from before the architecture parameter is amd64)."""
+    manifest = json.loads((directory / "image.json").read_text())
+    return Image(directory, ARCHES[manifest.get("arch", AMD64.debian)])
 
 
 def _run(argv: list[str], what: str, log: Path | None = None) -> None:
@@ -101,7 +118,29 @@ def _unmount_under(root: Path) -> None:
         raise LabError(f"lab: {left[0]} is still mounted; unmount it before the lab deletes {root}")
 
 
-def _debootstrap(work: Path, timings: Timings) -> Path:
+BINFMT = Path("/proc/sys/fs/binfmt_misc")
+BINFMT_CONF = Path("/usr/lib/binfmt.d")  # qemu-user-static's registrations, F flag included
+
+
+def foreign_exec(arch: Arch) -> None:
+    """Make the host run `arch`'s binaries in a chroot: binfmt_misc mounted, qemu-user-static's
+    entry for the architecture registered and enabled. The dynamic `/usr/bin/qemu-aarch64` of
+    qemu-user cannot serve here: in the chroot its x86-64 loader and libraries are missing."""
+    name = f"qemu-{arch.machine}"
+    conf = BINFMT_CONF / f"{name}.conf"
+    if not conf.is_file():
+        raise LabError(f"lab: {conf} is missing (apt-get install qemu-user-static)")
+    if not (BINFMT / "register").exists():
+        _run(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT)], "mount binfmt_misc")
+    entry = BINFMT / name
+    if not entry.exists():
+        line = next(ln for ln in conf.read_text().splitlines() if ln.startswith(":"))
+        (BINFMT / "register").write_text(line + "\n")
+    if entry.read_text().splitlines()[0] != "enabled":
+        entry.write_text("1\n")
+
+
+def _debootstrap(work: Path, arch: Arch, timings: Timings) -> Path:
     root = work / "root"
     done = work / "debootstrap.ok"
     if done.exists():
@@ -109,10 +148,13 @@ def _debootstrap(work: Path, timings: Timings) -> Path:
     if root.exists():
         _unmount_under(root)
         shutil.rmtree(root)
+    if arch.foreign:
+        foreign_exec(arch)
     argv = [
         "debootstrap",
+        *([f"--arch={arch.debian}"] if arch.foreign else []),
         f"--variant={VARIANT}",
-        f"--include={','.join(PACKAGES)}",
+        f"--include={','.join(packages(arch))}",
         SUITE,
         str(root),
         mirror(),
@@ -181,28 +223,29 @@ def _mkfs(root: Path, work: Path, timings: Timings) -> None:
         _run(["mkfs.ext4", "-q", "-F", "-L", HOSTNAME, "-d", str(root), str(raw)], "mkfs.ext4 -d")
 
 
-def build_image(timings: Timings, cache: Path | None = None) -> Image:
+def build_image(timings: Timings, cache: Path | None = None, arch: Arch = AMD64) -> Image:
     """The cached image for this recipe, built first when absent (root, ~15 min)."""
-    found = cached_image(cache)
+    found = cached_image(cache, arch)
     if found is not None:
         timings.say(f"lab: image {found.directory} (cached)")
         return found
     images = (cache or cache_dir()) / "images"
-    final = images / image_key()
-    work = images / f"{image_key()}.partial"
+    final = images / image_key(arch)
+    work = images / f"{image_key(arch)}.partial"
     work.mkdir(parents=True, exist_ok=True)
     started = len(timings.steps)
-    root = _debootstrap(work, timings)
+    root = _debootstrap(work, arch, timings)
     _unmount_under(root)
     _configure(root, work)
     release = _kernel_files(root, work)
     _mkfs(root, work, timings)
     manifest = {
         "recipe": RECIPE_VERSION,
+        "arch": arch.debian,
         "suite": SUITE,
-        "packages": list(PACKAGES),
+        "packages": list(packages(arch)),
         "kernel": release,
-        "key": image_key(),
+        "key": image_key(arch),
         "mirror": mirror(),
         "seconds": dict(timings.steps[started:]),
     }
@@ -210,4 +253,4 @@ def build_image(timings: Timings, cache: Path | None = None) -> Image:
     # the tree is in the image now; keeping it would double the cache's 1.3 GB
     shutil.rmtree(root)
     work.rename(final)
-    return Image(final)
+    return Image(final, arch)

@@ -17,6 +17,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from lab.config import AMD64, Arch
 from lab.errors import LabError
 from lab.guest import Guest
 from lab.timing import Timings
@@ -28,6 +29,16 @@ GUEST_WHEELS = "/root/myaccel-wheels"
 # a --platform manylinux_2_36 to the older ones itself).
 GUEST_PYTHON = "3.11"
 GUEST_PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in range(36, 16, -1)] + ["manylinux2014_x86_64"]
+
+
+def guest_platforms(arch: Arch = AMD64) -> list[str]:
+    """The platform tags of the guest's glibc for `arch` (aarch64: manylinux2014_aarch64 is
+    manylinux_2_17_aarch64, the oldest aarch64 wheels there are)."""
+    if arch == AMD64:
+        return GUEST_PLATFORMS
+    return [f"manylinux_2_{n}_{arch.machine}" for n in range(36, 16, -1)] + [
+        f"manylinux2014_{arch.machine}"
+    ]
 
 
 def _host(argv: list[str], what: str, timeout: float = 900) -> None:
@@ -56,12 +67,11 @@ def _dependencies() -> list[str]:
     return deps
 
 
-def wheelhouse(cache: Path, timings: Timings) -> Path:
+def wheelhouse(cache: Path, timings: Timings, arch: Arch = AMD64) -> Path:
     """The pinned dependencies as wheels for the guest, cached by the pin list."""
     deps = _dependencies()
-    key = hashlib.sha256(json.dumps([deps, GUEST_PYTHON, GUEST_PLATFORMS]).encode()).hexdigest()[
-        :16
-    ]
+    platforms = guest_platforms(arch)
+    key = hashlib.sha256(json.dumps([deps, GUEST_PYTHON, platforms]).encode()).hexdigest()[:16]
     house = cache / "wheelhouse" / key
     if (house / ".complete").exists():
         timings.say(f"lab: wheelhouse {house} (cached)")
@@ -73,10 +83,11 @@ def wheelhouse(cache: Path, timings: Timings) -> Path:
         "--only-binary=:all:",
         "--python-version", GUEST_PYTHON,
         "--implementation", "cp",
-        *(f"--platform={platform}" for platform in GUEST_PLATFORMS),
+        *(f"--platform={platform}" for platform in platforms),
         *deps,
     ]  # fmt: skip
-    with timings.step("wheelhouse (pip download on the host)"):
+    for_arch = "" if arch == AMD64 else f" for {arch.machine}"
+    with timings.step(f"wheelhouse{for_arch} (pip download on the host)"):
         _host(argv, "pip download")
     (house / ".complete").touch()
     return house
@@ -96,3 +107,21 @@ def install(guest: Guest, wheel: Path, house: Path, timings: Timings) -> str:
         )
         guest.run(f"ln -sf {GUEST_VENV}/bin/myaccel /usr/local/bin/myaccel")
     return guest.run("myaccel --version", timeout=300).strip()
+
+
+def mariadb_system_tables(guest: Guest, timings: Timings) -> None:
+    """Create MariaDB's system tables in the guest when its image has none, then start the
+    server. The arm64 image needs it: mariadb-server's postinst runs mariadb-install-db in
+    debootstrap's chroot, under qemu-user there, and that left an empty /var/lib/mysql (the
+    postinst sends its output to the logger, absent in the chroot, so the cause is not
+    recorded); in the booted guest the same command takes about 25 s."""
+    if guest.ssh("test -d /var/lib/mysql/mysql", timeout=60).returncode == 0:
+        return
+    with timings.step("mariadb-install-db in the guest (no system tables in the image)"):
+        guest.run("systemctl stop mariadb.service", timeout=300)
+        guest.run(
+            "find /var/lib/mysql -mindepth 1 ! -name 'debian-*.flag' -delete && "
+            "mariadb-install-db --user=mysql --skip-test-db --disable-log-bin >/dev/null",
+            timeout=900,
+        )
+        guest.run("systemctl start mariadb.service", timeout=300)

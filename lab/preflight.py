@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from lab.config import NEEDED_FREE_BYTES
+from lab.config import AMD64, NEEDED_FREE_BYTES, Arch
 
 TOOLS = {
     "qemu-system-x86_64": "qemu-system-x86",
@@ -26,14 +26,27 @@ def _free_bytes(path: Path) -> int:
     return shutil.disk_usage(probe).free
 
 
-def missing_reason(cache: Path, image_cached: bool) -> str | None:
+def tools(arch: Arch = AMD64) -> dict[str, str]:
+    """The commands the lab runs for `arch`, each with its Debian package. A foreign
+    architecture's image is built through qemu-user-static (lab/image.py: foreign_exec)."""
+    needed = dict(TOOLS)
+    if arch != AMD64:
+        del needed[AMD64.qemu_system]
+        needed[arch.qemu_system] = arch.qemu_package
+    if arch.foreign:
+        needed[f"qemu-{arch.machine}-static"] = "qemu-user-static"
+    return needed
+
+
+def missing_reason(cache: Path, image_cached: bool, arch: Arch = AMD64) -> str | None:
     """Why the lab cannot run here, or None. A cached image needs neither debootstrap nor
     root's right to build one, only room for an overlay."""
-    for tool, package in TOOLS.items():
-        if tool == "debootstrap" and image_cached:
+    for tool, package in tools(arch).items():
+        if tool in ("debootstrap", f"qemu-{arch.machine}-static") and image_cached:
             continue
         if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
-            return f"lab: {tool} is missing (apt-get install {package}, or make lab-test)"
+            target = "make lab-test" if arch == AMD64 else "make lab-arm-test"
+            return f"lab: {tool} is missing (apt-get install {package}, or {target})"
     if not image_cached and os.geteuid() != 0:
         return "lab: building the guest image needs root (debootstrap)"
     free = _free_bytes(cache)

@@ -21,9 +21,13 @@ class Timings:
 
     say: Say = say_stderr
     steps: list[tuple[str, float]] = field(default_factory=list)
+    # prefixed to the steps' names while set (the aarch64 lab: which CPU model's guest)
+    label: str = ""
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
+        if self.label:
+            name = f"{self.label}: {name}"
         self.say(f"lab: {name} ...")
         start = time.monotonic()
         ok = False

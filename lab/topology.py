@@ -1,11 +1,13 @@
-"""A guest's machine, declared: CPUs in sockets, NUMA nodes with their own memory, virtio
-disks and a virtio NIC; `qemu_argv` turns it into qemu-system-x86_64 options."""
+"""A guest's machine, declared: a CPU model, CPUs in sockets, NUMA nodes with their own
+memory, virtio disks and a virtio NIC; `qemu_argv` turns it into qemu-system-x86_64 options,
+or qemu-system-aarch64's for an arm64 image (`-M virt`, the topology in the device tree)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lab.config import AMD64, Arch
 from lab.errors import LabError
 
 
@@ -26,6 +28,8 @@ class Topology:
         default_factory=lambda: (NumaNode((0, 1), 1536), NumaNode((2, 3), 1536))
     )
     extra_disks_gib: tuple[int, ...] = ()
+    # qemu's -cpu: x86's `max`; for aarch64 a named core (neoverse-n1, cortex-a72)
+    cpu_model: str = "max"
 
     @property
     def cpus(self) -> int:
@@ -67,13 +71,18 @@ def qemu_argv(
     ssh_port: int,
     console: Path,
     pidfile: Path,
+    arch: Arch = AMD64,
 ) -> list[str]:
-    """Options for a daemonized TCG guest; `disks` are qcow2 files, the root disk first."""
+    """Options for a daemonized TCG guest; `disks` are qcow2 files, the root disk first.
+    aarch64: the `virt` board, whose device tree carries the sockets (`cpu-map`) and each
+    CPU's and memory range's `numa-node-id`; the kernel boots from it without firmware."""
     topology.check()
-    argv = [
-        "qemu-system-x86_64",
+    argv = [arch.qemu_system]
+    if arch != AMD64:
+        argv += ["-M", "virt"]
+    argv += [
         "-accel", "tcg,thread=multi",
-        "-cpu", "max",
+        "-cpu", topology.cpu_model,
         "-m", f"{topology.memory_mib}M",
         "-smp", f"{topology.cpus},sockets={topology.sockets},cores={topology.cores_per_socket},threads=1",
     ]  # fmt: skip
@@ -88,7 +97,7 @@ def qemu_argv(
         # panic=1 + -no-reboot: a crashed kernel ends the qemu process instead of hanging.
         # nokaslr: the kernel's ~45 MB land on node 0 at every boot; randomized, they moved
         # between the nodes and flipped the plan between numa-binding and numa-interleave.
-        "-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 panic=1 nokaslr",
+        "-append", f"root=/dev/vda rw console={arch.console} net.ifnames=0 panic=1 nokaslr",
         "-no-reboot",
     ]  # fmt: skip
     for disk in disks:
@@ -111,3 +120,29 @@ LAB_TOPOLOGY = Topology(
     cores_per_socket=2,
     nodes=(NumaNode((0, 1), 1536), NumaNode((2, 3), 1536)),
 )
+
+
+# The aarch64 lab's machine (docs/lab.md, "The aarch64 lab"): 4 CPUs in 2 sockets, 2 NUMA
+# nodes of 1024 MiB; neoverse-n1 has LSE atomics (ARMv8.2), cortex-a72 (ARMv8.0) has not.
+ARM_CPU_MODELS = ("neoverse-n1", "cortex-a72")
+
+
+def arm_topology(cpu_model: str) -> Topology:
+    if cpu_model not in ARM_CPU_MODELS:
+        raise LabError(f"lab: the aarch64 lab's CPU models are {', '.join(ARM_CPU_MODELS)}")
+    return Topology(
+        sockets=2,
+        cores_per_socket=2,
+        nodes=(NumaNode((0, 1), 1024), NumaNode((2, 3), 1024)),
+        cpu_model=cpu_model,
+    )
+
+
+def lab_topology(arch: Arch, cpu_model: str | None = None) -> Topology:
+    """The lab's machine for an architecture: LAB_TOPOLOGY on amd64, else `arm_topology`
+    (neoverse-n1 unless a model is named)."""
+    if arch == AMD64:
+        if cpu_model not in (None, LAB_TOPOLOGY.cpu_model):
+            raise LabError("lab: the amd64 lab has one CPU model (max)")
+        return LAB_TOPOLOGY
+    return arm_topology(cpu_model or ARM_CPU_MODELS[0])

@@ -5,7 +5,6 @@ set -euo pipefail
 
 # command-to-check : package providing it
 needs=(
-  "qemu-system-x86_64:qemu-system-x86"   # the guest, under TCG
   "qemu-img:qemu-utils"                  # the qcow2 overlay of the cached image
   "debootstrap:debootstrap"              # the guest's Debian 12 tree, from Debian packages only
   "mkfs.ext4:e2fsprogs"                  # the tree into a raw image (mkfs.ext4 -d, no loop mount)
@@ -13,6 +12,22 @@ needs=(
   "scp:openssh-client"
   "ssh-keygen:openssh-client"
 )
+# `ensure-lab-deps.sh arm64`: the aarch64 lab (make lab-arm-test) instead of the x86 one
+case "${1:-amd64}" in
+  amd64)
+    needs+=("qemu-system-x86_64:qemu-system-x86")      # the guest, under TCG
+    ;;
+  arm64)
+    needs+=(
+      "qemu-system-aarch64:qemu-system-arm"           # the guest (-M virt), under TCG
+      "qemu-aarch64-static:qemu-user-static"          # debootstrap's second stage via binfmt_misc
+      "update-binfmts:binfmt-support"
+      "cmake:cmake"                                   # myaccel build --cross aarch64 (kvlabd)
+      "aarch64-linux-gnu-g++:g++-aarch64-linux-gnu"
+    )
+    ;;
+  *) echo "usage: $0 [amd64|arm64]" >&2; exit 2 ;;
+esac
 
 missing=()
 for pair in "${needs[@]}"; do

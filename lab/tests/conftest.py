@@ -1,5 +1,9 @@
 """One guest per session (4 CPUs in 2 sockets, 2 NUMA nodes of 1536 MiB), with myaccel's
-wheel installed in it; every step's time said as it ends and listed in the summary."""
+wheel installed in it; every step's time said as it ends and listed in the summary.
+
+The aarch64 lab (`make lab-arm-test`, marker `lab_arm`): one arm64 guest per CPU model in
+turn (`arm_guest` is parametrized by `ARM_CPU_MODELS`), 2 NUMA nodes of 1024 MiB, the same
+wheel installed with the aarch64 wheelhouse, and myaccel's cross-built aarch64 binaries."""
 
 from __future__ import annotations
 
@@ -11,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from lab.config import cache_dir
+from lab.config import ARM64, cache_dir
 from lab.guest import Guest
 from lab.image import build_image, cached_image
-from lab.install import build_wheel, install, wheelhouse
+from lab.install import build_wheel, install, mariadb_system_tables, wheelhouse
 from lab.preflight import missing_reason
 from lab.timing import Timings
-from lab.topology import LAB_TOPOLOGY
+from lab.topology import ARM_CPU_MODELS, LAB_TOPOLOGY, arm_topology
 
 _CONFIG: list[pytest.Config] = []
 
@@ -71,18 +75,52 @@ def guest() -> Iterator[Guest]:
         machine.boot()
         yield machine
     finally:
-        machine.stop()
-        if os.environ.get("MYACCEL_LAB_KEEP"):
-            TIMINGS.say(f"lab: kept {workdir} (MYACCEL_LAB_KEEP)")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+        _stop_and_clean(machine, workdir)
 
 
 @pytest.fixture(scope="session")
-def myaccel_guest(guest: Guest, tmp_path_factory: pytest.TempPathFactory) -> Guest:
+def lab_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """myaccel's wheel, built once per session (pure Python: the same for every guest)."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"), TIMINGS)
+
+
+@pytest.fixture(scope="session")
+def myaccel_guest(guest: Guest, lab_wheel: Path) -> Guest:
     """The guest with myaccel installed from its wheel in /opt/myaccel."""
-    wheel = build_wheel(tmp_path_factory.mktemp("wheel"), TIMINGS)
     house = wheelhouse(cache_dir(), TIMINGS)
-    version = install(guest, wheel, house, TIMINGS)
+    version = install(guest, lab_wheel, house, TIMINGS)
     TIMINGS.say(f"lab: guest runs {version}")
     return guest
+
+
+def _stop_and_clean(machine: Guest, workdir: Path) -> None:
+    machine.stop()
+    if os.environ.get("MYACCEL_LAB_KEEP"):
+        TIMINGS.say(f"lab: kept {workdir} (MYACCEL_LAB_KEEP)")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", params=ARM_CPU_MODELS)
+def arm_guest(request: pytest.FixtureRequest, lab_wheel: Path) -> Iterator[Guest]:
+    """An arm64 guest of one CPU model (the session's tests run on each model in turn, one
+    guest at a time), with myaccel installed from the same wheel as on x86."""
+    model: str = request.param
+    cache = cache_dir()
+    reason = missing_reason(cache, cached_image(cache, ARM64) is not None, ARM64)
+    if reason:
+        pytest.skip(reason)
+    image = build_image(TIMINGS, cache, ARM64)
+    workdir = Path(tempfile.mkdtemp(prefix=f"lab-arm-{model}-", dir="/tmp"))
+    machine = Guest(image, arm_topology(model), workdir, TIMINGS)
+    TIMINGS.label = model
+    try:
+        machine.boot()
+        mariadb_system_tables(machine, TIMINGS)
+        house = wheelhouse(cache, TIMINGS, ARM64)
+        version = install(machine, lab_wheel, house, TIMINGS)
+        TIMINGS.say(f"lab: the {model} guest runs {version}")
+        yield machine
+    finally:
+        _stop_and_clean(machine, workdir)
+        TIMINGS.label = ""
