@@ -102,6 +102,9 @@ def test_accelerate_build_three_arms_and_swap(myaccel_home: Path, tmp_path: Path
         assert res.build is not None and res.build.reused
         assert any("reusing the complete build" in ln for ln in progress.lines)
         arms = [ln.split()[1] for ln in progress.lines if ln.startswith("[")]
+        # a run sysbench did not run as asked is left out and run again at once (bench/ab.py:
+        # "running it again"): the same arm twice in a row, seen once in CI under load
+        arms = [a for i, a in enumerate(arms) if i == 0 or a != arms[i - 1]]
         assert arms == ["baseline", "candidate", "build", "candidate", "build", "baseline"]
         assert set(res.more) == {"build", "build-vs-plan"}
         assert res.comparison.baseline_label == "distro defaults"
