@@ -128,12 +128,12 @@ def check_ab_disk(src: SourceServer, pc: PlannedChanges, *, arms: int) -> None:
     """Before the clone: room for it and for its A/B, whose snapshots carry each arm's
     redo log written out (the plan's may be far larger than the server's)."""
     now = redo_bytes(src.variables)
-    planned = now
+    planned_vars = dict(src.variables)  # the plan's redo knobs over the server's
     for r in pc.recs:
         name = r.target.removeprefix("mysql:")
         if name in _REDO_KNOBS and (size := size_or_none(r.proposed)) is not None:
-            files = size_or_none(src.variables.get("innodb_log_files_in_group")) or 1
-            planned = size if name == "innodb_redo_log_capacity" else size * files
+            planned_vars[name] = str(size)
+    planned = redo_bytes(planned_vars)
     check = disk_for_ab(src.data_bytes, now, [now, *[planned] * (arms - 1)], sandboxes_root())
     if not check.fits:
         raise NoDiskForCopy(
