@@ -52,7 +52,12 @@ def _boot(
     reason = missing_reason(cache_dir(), cached_image(arch=arch) is not None, arch)
     if reason:
         raise LabError(reason)
-    guest = Guest(build_image(timings, arch=arch), topology, workdir, timings)
+    from lab.install import wheelhouse
+    from lab.layers import deps_layer
+
+    image = build_image(timings, arch=arch)
+    layer = deps_layer(image, wheelhouse(cache_dir(), timings, arch), timings)
+    guest = Guest(image, topology, workdir, timings, backing=layer)
     guest.boot()
     if arch != AMD64:
         mariadb_system_tables(guest, timings)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lab.errors import LabError
 from lab.image import Image
+from lab.netns import delete_namespace, namespace_for, open_tap_queues
 from lab.timing import Timings
 from lab.topology import Topology, qemu_argv
 
@@ -55,6 +56,8 @@ class Guest:
     workdir: Path
     timings: Timings
     port: int = 0
+    # a qcow2 layer over the image to start from (lab/layers.py), else the image itself
+    backing: Path | None = None
     pid: int | None = field(default=None, init=False)
     boots: int = field(default=0, init=False)
 
@@ -82,9 +85,9 @@ class Guest:
                     "-f",
                     "qcow2",
                     "-b",
-                    str(self.image.raw),
+                    str(self.backing or self.image.raw),
                     "-F",
-                    "raw",
+                    "qcow2" if self.backing else "raw",
                     str(root),
                 ],
                 "qemu-img create (overlay)",
@@ -110,21 +113,36 @@ class Guest:
             self._start(disks)
             self.wait_for_ssh(timeout)
 
+    @property
+    def namespace(self) -> str:
+        """The network namespace of the multiqueue NIC's tap (when the topology has one)."""
+        return namespace_for(self.workdir)
+
     def _start(self, disks: list[Path]) -> None:
         self.pidfile.unlink(missing_ok=True)
         self.port = free_port()
-        argv = qemu_argv(
-            self.topology,
-            kernel=self.image.kernel,
-            initrd=self.image.initrd,
-            disks=disks,
-            ssh_port=self.port,
-            console=self.console,
-            pidfile=self.pidfile,
-            arch=self.image.arch,
+        taps = (
+            open_tap_queues(self.namespace, self.topology.nic_queues)
+            if self.topology.nic_queues
+            else []
         )
-        (self.workdir / "qemu.argv").write_text(shlex.join(argv) + "\n")
-        _host(argv, self.image.arch.qemu_system)
+        try:
+            argv = qemu_argv(
+                self.topology,
+                kernel=self.image.kernel,
+                initrd=self.image.initrd,
+                disks=disks,
+                ssh_port=self.port,
+                console=self.console,
+                pidfile=self.pidfile,
+                arch=self.image.arch,
+                tap_fds=tuple(taps),
+            )
+            (self.workdir / "qemu.argv").write_text(shlex.join(argv) + "\n")
+            _host(argv, self.image.arch.qemu_system, pass_fds=tuple(taps))
+        finally:
+            for fd in taps:  # qemu holds its own copies
+                os.close(fd)
         self.pid = int(self.pidfile.read_text().strip())
 
     def running(self) -> bool:
@@ -216,15 +234,18 @@ class Guest:
         self.pid = None
 
     def stop(self, grace: float = POWEROFF_GRACE) -> None:
-        """Power off from inside; kill qemu when it has not exited after `grace` seconds."""
+        """Power off from inside; kill qemu when it has not exited after `grace` seconds.
+        The NIC's namespace goes too (a later boot makes it again)."""
         if not self.running():
             self.pid = None
+            delete_namespace(self.namespace)
             return
         with self.timings.step("poweroff"):
             self.ssh("systemctl poweroff", timeout=30)
             if not self.wait_exit(grace):
                 self.timings.say(f"lab: no poweroff after {grace:.0f} s, killing qemu {self.pid}")
             self.kill()
+        delete_namespace(self.namespace)
 
     def crash(self, grace: float = 60) -> None:
         """Panic the guest kernel without a sync (sysrq c); qemu exits (panic=1, -no-reboot)."""
@@ -236,8 +257,8 @@ class Guest:
         self.pid = None
 
 
-def _host(argv: list[str], what: str) -> None:
-    r = subprocess.run(argv, check=False, capture_output=True, text=True)
+def _host(argv: list[str], what: str, pass_fds: tuple[int, ...] = ()) -> None:
+    r = subprocess.run(argv, check=False, capture_output=True, text=True, pass_fds=pass_fds)
     if r.returncode != 0:
         raise LabError(
             f"lab: {what} failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()}"

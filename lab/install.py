@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -25,6 +26,7 @@ from lab.timing import Timings
 REPO = Path(__file__).resolve().parents[1]
 GUEST_VENV = "/opt/myaccel"
 GUEST_WHEELS = "/root/myaccel-wheels"
+DEPENDENCIES_MARK = ".dependencies-installed"
 # Debian 12's python3 and glibc 2.36: every manylinux tag up to 2_36 (pip does not expand
 # a --platform manylinux_2_36 to the older ones itself).
 GUEST_PYTHON = "3.11"
@@ -93,15 +95,31 @@ def wheelhouse(cache: Path, timings: Timings, arch: Arch = AMD64) -> Path:
     return house
 
 
-def install(guest: Guest, wheel: Path, house: Path, timings: Timings) -> str:
-    """Install into the guest; returns `myaccel --version` as the guest prints it."""
-    with timings.step("copy wheels into the guest (scp)"):
+def install_dependencies(guest: Guest, house: Path, timings: Timings) -> None:
+    """The venv with myaccel's pinned dependencies only (what lab/layers.py keeps)."""
+    with timings.step("copy the wheelhouse into the guest (scp)"):
         guest.run(f"rm -rf {GUEST_WHEELS} && mkdir -p {GUEST_WHEELS}")
-        guest.copy_in([wheel, *sorted(house.glob("*.whl"))], GUEST_WHEELS + "/")
-    with timings.step("pip install in the guest (offline)"):
+        guest.copy_in(sorted(house.glob("*.whl")), GUEST_WHEELS + "/")
+    with timings.step("pip install of the dependencies in the guest (offline)"):
         guest.run(f"python3 -m venv {GUEST_VENV}")
         guest.run(
             f"{GUEST_VENV}/bin/pip install -q --no-compile --no-index --find-links {GUEST_WHEELS} "
+            + shlex.join(_dependencies()),
+            timeout=1800,
+        )
+        guest.run(f"rm -rf {GUEST_WHEELS} && touch {GUEST_VENV}/{DEPENDENCIES_MARK}")
+
+
+def install(guest: Guest, wheel: Path, house: Path, timings: Timings) -> str:
+    """Install into the guest; returns `myaccel --version` as the guest prints it. On a
+    guest started from a dependencies layer only the wheel itself goes in."""
+    if guest.ssh(f"test -f {GUEST_VENV}/{DEPENDENCIES_MARK}", timeout=60).returncode != 0:
+        install_dependencies(guest, house, timings)
+    with timings.step("myaccel's wheel into the guest (scp, pip --no-deps)"):
+        guest.run(f"rm -rf {GUEST_WHEELS} && mkdir -p {GUEST_WHEELS}")
+        guest.copy_in([wheel], GUEST_WHEELS + "/")
+        guest.run(
+            f"{GUEST_VENV}/bin/pip install -q --no-compile --no-index --no-deps "
             f"{GUEST_WHEELS}/{wheel.name}",
             timeout=1800,
         )

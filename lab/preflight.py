@@ -16,6 +16,8 @@ TOOLS = {
     "ssh": "openssh-client",
     "scp": "openssh-client",
     "ssh-keygen": "openssh-client",
+    "ip": "iproute2",
+    "ping": "iputils-ping",
 }
 
 
@@ -39,16 +41,17 @@ def tools(arch: Arch = AMD64) -> dict[str, str]:
 
 
 def missing_reason(cache: Path, image_cached: bool, arch: Arch = AMD64) -> str | None:
-    """Why the lab cannot run here, or None. A cached image needs neither debootstrap nor
-    root's right to build one, only room for an overlay."""
+    """Why the lab cannot run here, or None. A cached image needs no debootstrap, and only
+    room for an overlay."""
     for tool, package in tools(arch).items():
         if tool in ("debootstrap", f"qemu-{arch.machine}-static") and image_cached:
             continue
         if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
             target = "make lab-test" if arch == AMD64 else "make lab-arm-test"
             return f"lab: {tool} is missing (apt-get install {package}, or {target})"
-    if not image_cached and os.geteuid() != 0:
-        return "lab: building the guest image needs root (debootstrap)"
+    if os.geteuid() != 0:
+        # the image's debootstrap, and the multiqueue NIC's tap in a network namespace
+        return "lab: the lab needs root (debootstrap, and a tap device in a network namespace)"
     free = _free_bytes(cache)
     needed = NEEDED_FREE_BYTES if not image_cached else NEEDED_FREE_BYTES // 4
     if free < needed:

@@ -30,6 +30,9 @@ class Topology:
     extra_disks_gib: tuple[int, ...] = ()
     # qemu's -cpu: x86's `max`; for aarch64 a named core (neoverse-n1, cortex-a72)
     cpu_model: str = "max"
+    # > 0: a second NIC (eth1), virtio with this many queue pairs, each with its own
+    # interrupts, on a tap device in a network namespace of the lab's (lab/netns.py)
+    nic_queues: int = 0
 
     @property
     def cpus(self) -> int:
@@ -49,6 +52,11 @@ class Topology:
             raise LabError("lab: every NUMA node needs memory")
         if len(self.extra_disks_gib) > 1:
             raise LabError("lab: at most one extra disk (vdb)")
+        if not 0 <= self.nic_queues <= 16:
+            raise LabError("lab: a multiqueue NIC has 1 to 16 queue pairs")
+
+
+BOOT_MODULE_BLACKLIST = ("kvm", "kvm_amd", "kvm_intel", "powernow_k8", "acpi_cpufreq", "pcspkr")
 
 
 def _cpu_list(cpus: tuple[int, ...]) -> str:
@@ -72,11 +80,15 @@ def qemu_argv(
     console: Path,
     pidfile: Path,
     arch: Arch = AMD64,
+    tap_fds: tuple[int, ...] = (),
 ) -> list[str]:
     """Options for a daemonized TCG guest; `disks` are qcow2 files, the root disk first.
     aarch64: the `virt` board, whose device tree carries the sockets (`cpu-map`) and each
-    CPU's and memory range's `numa-node-id`; the kernel boots from it without firmware."""
+    CPU's and memory range's `numa-node-id`; the kernel boots from it without firmware.
+    `tap_fds`: the open queues of the multiqueue NIC's tap (one per queue pair)."""
     topology.check()
+    if len(tap_fds) != topology.nic_queues:
+        raise LabError(f"lab: {topology.nic_queues} NIC queues need as many tap descriptors")
     argv = [arch.qemu_system]
     if arch != AMD64:
         argv += ["-M", "virt"]
@@ -97,7 +109,11 @@ def qemu_argv(
         # panic=1 + -no-reboot: a crashed kernel ends the qemu process instead of hanging.
         # nokaslr: the kernel's ~45 MB land on node 0 at every boot; randomized, they moved
         # between the nodes and flipped the plan between numa-binding and numa-interleave.
-        "-append", f"root=/dev/vda rw console={arch.console} net.ifnames=0 panic=1 nokaslr",
+        # module_blacklist: what udev would load on every CPU for nothing under TCG (KVM,
+        # the AMD frequency driver that fails per CPU, the PC speaker): with 32 CPUs their
+        # loads stalled the boot by minutes (soft lockups in udev workers, seen).
+        "-append", f"root=/dev/vda rw console={arch.console} net.ifnames=0 panic=1 nokaslr"
+        f" module_blacklist={','.join(BOOT_MODULE_BLACKLIST)}",
         "-no-reboot",
     ]  # fmt: skip
     for disk in disks:
@@ -105,6 +121,14 @@ def qemu_argv(
     argv += [
         "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
         "-device", "virtio-net-pci,netdev=n0",
+    ]  # fmt: skip
+    if tap_fds:
+        # one MSI-X vector per queue (input and output) and one for configuration
+        argv += [
+            "-netdev", f"tap,id=n1,vhost=off,fds={':'.join(map(str, tap_fds))}",
+            "-device", f"virtio-net-pci,netdev=n1,mq=on,vectors={2 * len(tap_fds) + 2}",
+        ]  # fmt: skip
+    argv += [
         "-display", "none",
         "-monitor", "none",
         "-serial", f"file:{console}",
@@ -114,11 +138,15 @@ def qemu_argv(
     return argv
 
 
-# The tests' machine (docs/lab.md): 4 CPUs in 2 sockets, 2 NUMA nodes of 1536 MiB, 3 GiB.
+# The tests' machine (docs/lab.md): 4 CPUs in 2 sockets, 2 NUMA nodes of 1536 MiB, 3 GiB;
+# besides the ssh NIC (eth0) a multiqueue one (eth1: 4 queue pairs, 9 interrupts); a blank
+# 16 GiB second disk (vdb, sparse: only what accelerate's clone and snapshots write).
 LAB_TOPOLOGY = Topology(
     sockets=2,
     cores_per_socket=2,
     nodes=(NumaNode((0, 1), 1536), NumaNode((2, 3), 1536)),
+    extra_disks_gib=(16,),
+    nic_queues=4,
 )
 
 

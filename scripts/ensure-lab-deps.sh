@@ -11,6 +11,8 @@ needs=(
   "ssh:openssh-client"
   "scp:openssh-client"
   "ssh-keygen:openssh-client"
+  "ip:iproute2"                          # the multiqueue NIC's network namespace (lab/netns.py)
+  "ping:iputils-ping"                    # traffic to that NIC from its namespace
 )
 # `ensure-lab-deps.sh arm64`: the aarch64 lab (make lab-arm-test) instead of the x86 one
 case "${1:-amd64}" in

@@ -1,5 +1,6 @@
-"""One guest per session (4 CPUs in 2 sockets, 2 NUMA nodes of 1536 MiB), with myaccel's
-wheel installed in it; every step's time said as it ends and listed in the summary.
+"""One guest per session (4 CPUs in 2 sockets, 2 NUMA nodes of 1536 MiB), started from the
+cached dependencies layer (lab/layers.py), with myaccel's wheel installed in it; every
+step's time said as it ends and listed in the summary.
 
 The aarch64 lab (`make lab-arm-test`, marker `lab_arm`): one arm64 guest per CPU model in
 turn (`arm_guest` is parametrized by `ARM_CPU_MODELS`), 2 NUMA nodes of 1024 MiB, the same
@@ -19,6 +20,7 @@ from lab.config import ARM64, cache_dir
 from lab.guest import Guest
 from lab.image import build_image, cached_image
 from lab.install import build_wheel, install, mariadb_system_tables, wheelhouse
+from lab.layers import deps_layer
 from lab.preflight import missing_reason
 from lab.timing import Timings
 from lab.topology import ARM_CPU_MODELS, LAB_TOPOLOGY, arm_topology
@@ -69,8 +71,9 @@ def guest() -> Iterator[Guest]:
     if reason:
         pytest.skip(reason)
     image = build_image(TIMINGS, cache)
+    layer = deps_layer(image, wheelhouse(cache, TIMINGS), TIMINGS)
     workdir = Path(tempfile.mkdtemp(prefix="lab-guest-", dir="/tmp"))
-    machine = Guest(image, LAB_TOPOLOGY, workdir, TIMINGS)
+    machine = Guest(image, LAB_TOPOLOGY, workdir, TIMINGS, backing=layer)
     try:
         machine.boot()
         yield machine
@@ -111,13 +114,14 @@ def arm_guest(request: pytest.FixtureRequest, lab_wheel: Path) -> Iterator[Guest
     if reason:
         pytest.skip(reason)
     image = build_image(TIMINGS, cache, ARM64)
+    house = wheelhouse(cache, TIMINGS, ARM64)
+    layer = deps_layer(image, house, TIMINGS)  # with MariaDB's system tables made
     workdir = Path(tempfile.mkdtemp(prefix=f"lab-arm-{model}-", dir="/tmp"))
-    machine = Guest(image, arm_topology(model), workdir, TIMINGS)
+    machine = Guest(image, arm_topology(model), workdir, TIMINGS, backing=layer)
     TIMINGS.label = model
     try:
         machine.boot()
-        mariadb_system_tables(machine, TIMINGS)
-        house = wheelhouse(cache, TIMINGS, ARM64)
+        mariadb_system_tables(machine, TIMINGS)  # nothing to do on the layer
         version = install(machine, lab_wheel, house, TIMINGS)
         TIMINGS.say(f"lab: the {model} guest runs {version}")
         yield machine

@@ -45,12 +45,38 @@ def apply_json(guest: Guest, flags: str) -> Any:
     holds the server's current 128 MiB buffer pool: always numa-binding to node 0, with
     numa-balancing-off (a full plan's 1280 MiB pool does not fit in 85% of node 0)."""
     guest.run(
-        f"cd /root && myaccel plan {SERVER} --layers os,numa --out plan.json >/dev/null",
+        f"cd /root && myaccel plan {SERVER} --layers os,numa,nic --out plan.json >/dev/null",
         timeout=900,
     )
     return json.loads(
         guest.run(f"cd /root && myaccel apply plan.json {SERVER} {flags} --yes --json", timeout=900)
     )
+
+
+def nic_irqs(guest: Guest, iface: str) -> dict[str, tuple[int, str]]:
+    """Each interrupt of a NIC as the guest's kernel lists it: its /proc/interrupts name,
+    number and smp_affinity_list (a virtio NIC's MSI IRQs are its PCI parent's)."""
+    out = guest.run(
+        f"d=$(readlink -f /sys/class/net/{iface}/device)/..; for n in $(ls $d/msi_irqs); do "
+        "echo $n $(grep \"^ *$n:\" /proc/interrupts | awk '{print $NF}') "
+        "$(cat /proc/irq/$n/smp_affinity_list); done"
+    )
+    irqs = {}
+    for line in out.splitlines():
+        number, name, cpus = line.split()
+        irqs[name] = (int(number), cpus)
+    return irqs
+
+
+def irq_counts(guest: Guest, numbers: list[int]) -> dict[int, list[int]]:
+    """Per-CPU interrupt counts of these IRQs, from /proc/interrupts."""
+    counts: dict[int, list[int]] = {}
+    ncpu = int(guest.run("nproc --all"))
+    for line in guest.run("cat /proc/interrupts").splitlines()[1:]:
+        head, _, rest = line.partition(":")
+        if head.strip().isdigit() and int(head) in numbers:
+            counts[int(head)] = [int(t) for t in rest.split()[:ncpu]]
+    return counts
 
 
 def rollback_json(guest: Guest) -> Any:

@@ -221,6 +221,7 @@ class NetInterface(Frozen):
     rx_queues: int | None = None
     tx_queues: int | None = None
     irqs: list[Irq] = Field(default_factory=list)
+    numa_node: int | None = None  # the device's node; None when the kernel says -1 or nothing
 
 
 class NetworkFacts(Frozen):

@@ -20,6 +20,7 @@ from myaccel.accelerate.rollout import guarded_apply
 from myaccel.actions.journal import journals_dir
 from myaccel.actions.plan_apply import build_changes
 from myaccel.actions.session import load_plan, refuse_unfinished
+from myaccel.actions.target import SandboxServer
 from myaccel.clone.preflight import RestartMethod
 from myaccel.server.sandbox import Sandbox
 
@@ -28,7 +29,7 @@ def main(plan_file: str, name: str) -> int:
     plan = load_plan(plan_file)
     refuse_unfinished(journals_dir())  # as run_on_server's preflight does
     existing = ExistingServer(params=Sandbox.load(name).connect_params(), yes=True)
-    restart = RestartMethod("sandbox", name, "the server is a myaccel sandbox")
+    restart = RestartMethod(SandboxServer, name, "the server is a myaccel sandbox")
     server = _server_target(existing, restart)
     pc = build_changes(plan, server, layers=["server"])
     guarded_apply(plan, pc, server, window_s=1.0, settle_s=0, say=print)

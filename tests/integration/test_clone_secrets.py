@@ -2,12 +2,14 @@
 never on a disk, no copy tool outlives ``myaccel``, and the half-made clone is not left as
 a usable sandbox.
 
-A "production" MariaDB sandbox ``src`` holds about 64 MB in one table (so the copy lasts
-long enough to be interrupted) and an account whose password is a canary
+A "production" MariaDB sandbox ``src`` holds about 64 MB in one table and an account whose password is a canary
 (``canary-<16 hex>``, created from its hash: the server itself never sees it in clear on
 disk). ``myaccel clone -S SOCKET -u canary -p CANARY`` runs as a subprocess (its own
 ``$TMPDIR``); the test waits for its ``mariadb-backup --backup`` (or the clone's server)
-to appear and then signals ``myaccel``. Measured for each row:
+to appear and then signals ``myaccel``. The copy is held however fast it would be: the
+test's own connection holds ``BACKUP STAGE START`` on the source (one backup at a time)
+until the signal, so ``mariadb-backup`` waits for it (a copy of 64 MB once ended in 0.9 s,
+before a scan slowed by CI's load had seen it). Measured for each row:
 
 - exit: ``myaccel``'s exit status (128 + the signal, or -9);
 - secret in child: the canary in the copy tool's ``/proc/PID/cmdline`` or ``environ``,
@@ -25,6 +27,7 @@ to appear and then signals ``myaccel``. Measured for each row:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -40,6 +43,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from myaccel.server.connection import connect, query_rows
 from myaccel.server.sandbox import Sandbox
 
 pytestmark = pytest.mark.integration
@@ -181,6 +185,20 @@ def wait_for(p: subprocess.Popen[str], env: Env, name: str, point: str) -> psuti
     raise AssertionError(f"no {point} process seen in 120 s")
 
 
+@contextlib.contextmanager
+def copy_held(env: Env) -> Iterator[None]:
+    """``mariadb-backup`` of the source waits while this holds the source's one backup
+    (``BACKUP STAGE START``): the copy tool stays alive until the test has signalled."""
+    conn = connect(env.src.connect_params())
+    try:
+        query_rows(conn, "BACKUP STAGE START")
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            query_rows(conn, "BACKUP STAGE END")
+        conn.close()
+
+
 def secret_in(proc_: psutil.Process) -> bool:
     try:
         raw = Path(f"/proc/{proc_.pid}/cmdline").read_bytes()
@@ -194,14 +212,15 @@ def measure(env: Env, sig: signal.Signals, point: str, name: str) -> Row:
     where = "copy (mariadb-backup --backup)" if point == "backup" else "clone's first start"
     row = Row(sig.name, f"during the {where}")
     t0 = time.monotonic()
-    p = myaccel(env, *clone_args(env, name))
-    child = wait_for(p, env, name, point)
-    row.seconds_to_point = round(time.monotonic() - t0, 2)
-    row.secret_in_child = secret_in(child)
-    time.sleep(0.1)  # well inside the step
-    assert p.poll() is None, "the clone ended before the signal: make the copy longer"
-    p.send_signal(sig)
-    p.communicate(timeout=120)
+    with copy_held(env) if point == "backup" else contextlib.nullcontext():
+        p = myaccel(env, *clone_args(env, name))
+        child = wait_for(p, env, name, point)
+        row.seconds_to_point = round(time.monotonic() - t0, 2)
+        row.secret_in_child = secret_in(child)
+        time.sleep(0.1)  # well inside the step
+        assert p.poll() is None, "the clone ended before the signal"
+        p.send_signal(sig)
+        p.communicate(timeout=120)
     row.exit = p.returncode
     time.sleep(0.5)  # PR_SET_PDEATHSIG is asynchronous
     row.files_with_secret = files_with(env, CANARY.encode())
@@ -257,10 +276,11 @@ def test_a_killed_clone_is_marked_incomplete(env: Env) -> None:
     from myaccel.clone import incomplete
 
     name = "c-marked"
-    p = myaccel(env, *clone_args(env, name))
-    wait_for(p, env, name, "backup")
-    p.send_signal(signal.SIGKILL)
-    p.wait(timeout=60)
+    with copy_held(env):
+        p = myaccel(env, *clone_args(env, name))
+        wait_for(p, env, name, "backup")
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=60)
     [found] = [c for c in incomplete.incomplete_clones(env.home) if c.name == name]
     assert not found.alive and found.pid == p.pid
     assert "left half-made by pid" in found.describe()

@@ -32,7 +32,7 @@ from myaccel.actions import Journal, apply_changes, journals_dir
 from myaccel.actions.plan_apply import PlannedChanges
 from myaccel.actions.settings.mycnf import OptionFileSetting
 from myaccel.actions.settings.server_binary import ServerBinarySetting
-from myaccel.actions.target import SystemdServer
+from myaccel.actions.target import CommandServer, SandboxServer, SystemdServer, UnmanagedServer
 from myaccel.builder.manifest import BuildManifest
 from myaccel.cli.main import cli
 from myaccel.clone.preflight import RestartMethod
@@ -70,17 +70,17 @@ def install(version: str = "10.11.18") -> ServerInstall:
 
 
 def test_swap_needs_a_systemd_unit() -> None:
-    command = RestartMethod("command", "/usr/local/sbin/restart-db")
+    command = RestartMethod(CommandServer, "/usr/local/sbin/restart-db")
     with pytest.raises(UsageError, match="has none known") as err:
         swap_unit(command, None)
     assert "--server-unit UNIT" in err.value.hint and "leave out --swap-binary" in err.value.hint
     assert swap_unit(command, "mariadb.service") == "mariadb.service"  # --server-unit wins
-    assert swap_unit(RestartMethod("systemd", "mysql.service"), None) == "mysql.service"
+    assert swap_unit(RestartMethod(SystemdServer, "mysql.service"), None) == "mysql.service"
     with pytest.raises(UsageError, match="myaccel sandbox 'prod'") as err:
-        swap_unit(RestartMethod("sandbox", "prod"), None)
+        swap_unit(RestartMethod(SandboxServer, "prod"), None)
     assert "--sandbox prod --build --swap-binary" in err.value.hint
     with pytest.raises(UsageError, match="none known"):
-        swap_unit(RestartMethod("none", "pid 7 runs outside any systemd unit"), None)
+        swap_unit(RestartMethod(UnmanagedServer, "pid 7 runs outside any systemd unit"), None)
 
 
 def test_the_unit_must_run_the_servers_binary_under_a_running_systemd(root: Path) -> None:
@@ -298,3 +298,17 @@ def test_a_server_that_already_runs_the_build_is_refused() -> None:
         ServerBuild(BuildSpec(), install=swapped)._refuse_running(built)
     assert "myaccel rollback" in err.value.hint
     ServerBuild(BuildSpec(), install=install())._refuse_running(built)  # the distro binary
+
+
+def test_force_swaps_without_a_win_on_the_clone_still_guarded(
+    root: Path, tmp_path: Path, myaccel_home: Path
+) -> None:
+    """--force: the plan and the swap go ahead without a win on the clone (a second binary
+    of the same version, as in the lab), under the same guard."""
+    t = _setup(root, tmp_path, after_qps=101.0)
+    t.sb.swap_gate = (False, "a workload regressed")
+    t.sb.force = True
+    with using(Environment(runner=t.fake)):
+        done = t.sb.after_apply(t.result, t.handle, t.pc, Notes())
+    assert done.swap_journal is not None and Journal.load(done.swap_journal).status == "applied"
+    assert ServerBinarySetting(UNIT, root=root).read() == NEW

@@ -363,8 +363,8 @@ def test_systemd_readings_compared_as_systemd_prints_them(tmp_path: Path) -> Non
     line = "0::/system.slice/mariadb.service"
     assert cgroup_unit(f"1:name=x:/\n{line}\n") == ("mariadb.service", line)
     assert cgroup_unit("0::/user.slice/user-0.slice/session-3.scope\n") is None
-    (tmp_path / "7").mkdir()
-    (tmp_path / "7" / "cgroup").write_text(line + "\n")
+    (tmp_path / "proc" / "7").mkdir(parents=True)
+    (tmp_path / "proc" / "7" / "cgroup").write_text(line + "\n")
     assert main_pid_unit(7, tmp_path) is None  # this host is not run by systemd
 
 

@@ -547,12 +547,12 @@ def test_debug_shows_the_traceback(env: Env) -> None:
 
 
 def test_an_unexpected_exception_is_one_line(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    import myaccel.cli.plan as plan_mod
+    import myaccel.facts.load as facts_load  # `myaccel plan` imports it when it runs
 
     def boom(*_a: object, **_k: object) -> None:
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(plan_mod, "load_facts", boom)
+    monkeypatch.setattr(facts_load, "load_facts", boom)
     code, out, err = run_cli(["plan", "--facts", str(env.inputs / "facts.json")])
     line = assert_clean_error(code, out, err, ExitCode.INTERNAL, "internal error")
     assert "ZeroDivisionError" in line and "--debug" in err
@@ -585,12 +585,12 @@ def test_an_unexpected_exception_is_one_line(env: Env, monkeypatch: pytest.Monke
 def test_exceptions_escaping_a_command_are_one_line(
     env: Env, monkeypatch: pytest.MonkeyPatch, exc: BaseException, want: int, needle: str
 ) -> None:
-    import myaccel.cli.plan as plan_mod
+    import myaccel.facts.load as facts_load  # `myaccel plan` imports it when it runs
 
     def raise_it(*_a: object, **_k: object) -> None:
         raise exc
 
-    monkeypatch.setattr(plan_mod, "load_facts", raise_it)
+    monkeypatch.setattr(facts_load, "load_facts", raise_it)
     code, out, err = run_cli(["plan", "--facts", str(env.inputs / "facts.json")])
     assert_clean_error(code, out, err, want, needle)
 

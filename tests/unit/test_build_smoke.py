@@ -92,18 +92,25 @@ class DyingRunner(ReplayRunner):
         return child
 
 
-def test_a_server_that_exits_is_reported_with_its_first_error(tmp_path: Path) -> None:
-    fake = DyingRunner().on(["qemu-aarch64"], Recording()).on(["prlimit"], Recording(returncode=1))
+def _dying_smoke(tmp_path: Path, returncode: int, cross: bool) -> tuple[SmokeFailed, DyingRunner]:
+    """The smoke run of a server that ends with ``returncode`` before answering."""
+    fake = DyingRunner().on(["qemu-aarch64"], Recording())
+    fake = fake.on(["prlimit"], Recording(returncode=returncode))
     with using(Environment(runner=fake)), pytest.raises(SmokeFailed) as exc:
         smoke.run_smoke(
             tmp_path / "install" / "bin" / "mariadbd", tmp_path / "install", tmp_path / "work",
-            target_arch="aarch64", cross=True,
+            target_arch="aarch64", cross=cross,
         )  # fmt: skip
-    assert "exited (1) before answering" in exc.value.message
-    assert "Cannot map innodb_buffer_pool_size_max" in exc.value.message
+    return exc.value, fake
+
+
+def test_a_server_that_exits_is_reported_with_its_first_error(tmp_path: Path) -> None:
+    err, fake = _dying_smoke(tmp_path, 1, cross=True)
+    assert "exited (1) before answering" in err.message
+    assert "Cannot map innodb_buffer_pool_size_max" in err.message
     # the error log is next to the datadir, the socket directory is gone
     kept = tmp_path / "work" / "smoke" / "error.log"
-    assert kept.is_file() and str(kept) in exc.value.hint
+    assert kept.is_file() and str(kept) in err.hint
     rundir = next(
         Path(a.split("=", 1)[1]).parent for a in fake.argvs("spawn")[0] if a.startswith("--socket=")
     )
@@ -135,3 +142,10 @@ def test_the_smoke_stage_runs_on_cross_builds_of_sql_servers_only() -> None:
     reason = smoke.SmokeStage().skip_reason(_ctx(True, "sandbox", "mysql"))
     assert reason is not None and "--initialize" in reason
     assert smoke.SmokeStage().skip_reason(_ctx(True, "sandbox")) is None
+
+
+def test_a_server_killed_by_sigill_is_said_to_need_another_build(tmp_path: Path) -> None:
+    """An inline-LSE build on a CPU without LSE (the aarch64 lab's cortex-a72): SIGILL."""
+    err, _ = _dying_smoke(tmp_path, -4, cross=False)
+    assert "was killed by SIGILL before answering" in err.message
+    assert "--atomics outline" in err.hint

@@ -422,3 +422,42 @@ def test_holdout_stage_records_both_builds(tmp_path: Path, monkeypatch: pytest.M
     m = ctx.manifest.measurements.holdout
     assert m is not None and m["delta_pct"] == -10.0 and m["regressed"] is True
     assert "slower by more than 5%" in res["summary"]
+
+
+def test_capture_on_a_sandbox_loads_it_once(
+    myaccel_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`capture --sandbox NAME` loads the sandbox once: the connection it captures through
+    (with a --user given) and the server its journal records come from the same load."""
+    from test_bad_input_clone_tune import fake_sandbox
+
+    from myaccel.actions.target import SandboxServer
+    from myaccel.capture import session
+    from myaccel.capture.session import CaptureRequest
+    from myaccel.server.sandbox import Sandbox
+
+    fake_sandbox(myaccel_home, "prod")
+    loaded: list[Sandbox] = []
+    real_load = Sandbox.load.__func__  # type: ignore[attr-defined]
+
+    def counting_load(cls: type[Sandbox], name: str, *, home: Path | None = None) -> Sandbox:
+        sb: Sandbox = real_load(cls, name, home=home)
+        loaded.append(sb)
+        return sb
+
+    asked: list[CaptureRequest] = []
+
+    def fake_capture(req: CaptureRequest, note: object) -> Workload:
+        asked.append(req)
+        raise UsageError("stopped by the test", hint="-")
+
+    monkeypatch.setattr(Sandbox, "load", classmethod(counting_load))
+    monkeypatch.setattr(session, "capture", fake_capture)
+    argv = ["capture", "--sandbox", "prod", "--user", "alice", "--out", str(myaccel_home / "w")]
+    r = CliRunner().invoke(cli, argv)
+    assert r.exit_code == 2 and "stopped by the test" in r.stderr, r.output
+    assert [sb.name for sb in loaded] == ["prod"]
+    (req,) = asked
+    assert isinstance(req.server, SandboxServer) and req.server.sandbox is loaded[0]
+    assert req.target.user == "alice" and req.target.port == 19999  # --user over the sandbox's
+    assert req.server.params == loaded[0].connect_params()  # the journal: its own account

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_runner import FIXTURES, Recording, ReplayRunner
 
 from myaccel import artifacts
+from myaccel.actions.target import CommandServer, SandboxServer, SystemdServer, UnmanagedServer
 from myaccel.clone import CloneError
 from myaccel.clone.accounts import first_start_sql
 from myaccel.clone.config import derive_config, parse_print_defaults
@@ -28,6 +30,7 @@ from myaccel.clone.record import CloneRecord, ServerChoice, SourceInfo, load_rec
 from myaccel.clone.rewrite import Target, explain_difference, rewrite_option, scale_memory
 from myaccel.clone.source import SourceServer, command_line_options, defaults_args
 from myaccel.clone.verify import UNEXPLAINED, variable_diff
+from myaccel.env import Environment, using
 from myaccel.server.connection import ConnectParams
 from myaccel.server.flavor import parse_server_version
 from myaccel.server.flavors import adapter_for
@@ -163,19 +166,75 @@ def test_fence_choice() -> None:
     assert prefix[prefix.index("nice") + 2] == "10"
 
 
+def _systemd_host(root: Path, pid: int, cgroup: str, main_pid: int | None) -> ReplayRunner:
+    """A sysroot of a host systemd runs, whose process ``pid`` is in ``cgroup``, and a
+    runner that answers ``systemctl show -P MainPID`` with ``main_pid`` (None: not asked)."""
+    (root / "run" / "systemd" / "system").mkdir(parents=True)
+    (root / "proc" / str(pid)).mkdir(parents=True)
+    (root / "proc" / str(pid) / "cgroup").write_text(cgroup)
+    fake = ReplayRunner()
+    if main_pid is not None:
+        fake.on(["systemctl", "show", "-P", "MainPID"], Recording(stdout=f"{main_pid}\n"))
+    return fake
+
+
 def test_restart_method(tmp_path: Path) -> None:
     src = _source(tmp_path)
-    assert detect_restart(src).kind == "none"  # not on this host
+    root = tmp_path / "root"
+    assert detect_restart(src, root=root).kind is UnmanagedServer  # not on this host
     src.pid = 4242
-    (tmp_path / "4242").mkdir()
-    (tmp_path / "4242" / "cgroup").write_text("0::/system.slice/mariadb.service\n")
-    found = detect_restart(src, proc_root=tmp_path)
-    assert (found.kind, found.detail) == ("systemd", "mariadb.service")
-    (tmp_path / "4242" / "cgroup").write_text("0::/user.slice/user-0.slice/session-3.scope\n")
-    assert detect_restart(src, proc_root=tmp_path).kind == "none"
-    assert detect_restart(src, "systemctl restart db", proc_root=tmp_path).kind == "command"
+    fake = _systemd_host(root, 4242, "0::/system.slice/mariadb.service\n", main_pid=4242)
+    with using(Environment(runner=fake)):
+        found = detect_restart(src, root=root)
+    assert (found.kind, found.detail) == (SystemdServer, "mariadb.service")
+    assert found.known and found.describe() == "systemd (mariadb.service)"
+    assert fake.argvs() == [("systemctl", "show", "-P", "MainPID", "mariadb.service")]
+    (root / "proc" / "4242" / "cgroup").write_text("0::/user.slice/user-0.slice/session-3.scope\n")
+    with using(Environment(runner=ReplayRunner())):  # no unit in the cgroup: nothing asked
+        none = detect_restart(src, root=root)
+    assert none.kind is UnmanagedServer and not none.known
+    assert "not the main process of a systemd service" in none.describe()
+    assert detect_restart(src, "systemctl restart db", root=root).kind is CommandServer
     src.sandbox = "prod"
-    assert detect_restart(src, proc_root=tmp_path).kind == "sandbox"
+    assert detect_restart(src, root=root).kind is SandboxServer
+
+
+@pytest.mark.parametrize(
+    ("main_pid", "booted", "unit"),
+    [
+        pytest.param(3289, True, "mariadb.service", id="the-units-main-process"),
+        # started by hand from the service's shell: in its cgroup, not its main process
+        pytest.param(1234, True, None, id="in-the-units-cgroup-only"),
+        pytest.param(None, False, None, id="systemd-does-not-run-the-host"),
+    ],
+)
+def test_the_preflight_finds_the_unit_apply_finds(
+    tmp_path: Path, main_pid: int | None, booted: bool, unit: str | None
+) -> None:
+    """The clone preflight (``detect_restart``) and ``myaccel apply``
+    (``actions.session.derive_unit``) name the same unit for one server, from one sysroot:
+    the service whose main process the server is, not just the one whose cgroup holds it."""
+    from myaccel.actions.session import derive_unit
+    from myaccel.facts.load import load_facts
+
+    facts = load_facts(str(FIXTURES / "report" / "accelerate-demo" / "facts.json"))
+    pid = facts.server.pid.value if facts.server else None
+    assert pid == 3289
+    root = tmp_path / "root"
+    fake = _systemd_host(root, pid, "0::/system.slice/mariadb.service\n", main_pid)
+    if not booted:
+        (root / "run" / "systemd" / "system").rmdir()
+    src = _source(tmp_path)
+    src.pid = pid
+    notes: list[str] = []
+    with using(Environment(runner=fake)):
+        found = detect_restart(src, root=root)
+        applied = derive_unit(UnmanagedServer(src.params), facts, notes.append, root=root)
+    if unit is None:
+        assert found.kind is UnmanagedServer and type(applied) is UnmanagedServer
+    else:
+        assert (found.kind, found.detail) == (SystemdServer, unit)
+        assert isinstance(applied, SystemdServer) and applied.unit == unit
 
 
 def test_restart_method_of_a_sandbox_reached_by_socket(myaccel_home: Path) -> None:
@@ -183,7 +242,7 @@ def test_restart_method_of_a_sandbox_reached_by_socket(myaccel_home: Path) -> No
     option_file = myaccel_home / "sandboxes" / "prod" / "my.cnf"
     src.pid, src.args = 4242, ["/usr/sbin/mariadbd", f"--defaults-file={option_file}"]
     found = detect_restart(src)
-    assert (found.kind, found.detail) == ("sandbox", "prod")
+    assert (found.kind, found.detail) == (SandboxServer, "prod")
 
 
 def test_privileges_and_disk(tmp_path: Path) -> None:
@@ -200,7 +259,7 @@ def test_privileges_and_disk(tmp_path: Path) -> None:
 
 
 def test_preflight_raises_the_first_blocking_problem() -> None:
-    pre = Preflight(RestartMethod("none", "x"), [], None)
+    pre = Preflight(RestartMethod(UnmanagedServer, "x"), [], None)
     pre.problems.append(Problem("only a warning", "h", blocking=False))
     pre.require()
     pre.problems.append(Problem("no BACKUP_ADMIN", "GRANT BACKUP_ADMIN"))

@@ -71,7 +71,7 @@ def test_restart_command_handle_round_trips() -> None:
     back = target_from_record(h.describe())
     assert isinstance(back, CommandServer) and back.restart_command == "systemctl restart db"
     assert back.startable()
-    assert RestartMethod("command", "x").known
+    assert RestartMethod(CommandServer, "x").known
 
 
 def test_a_server_myaccel_cannot_restart_gets_online_changes_only() -> None:
@@ -83,7 +83,9 @@ def test_a_server_myaccel_cannot_restart_gets_online_changes_only() -> None:
 
     params = ConnectParams(host=None, port=3306, socket="/s", user="u", password=None)
     target = ExistingServer(params=params, conf_dir=None)
-    handle = _server_target(target, RestartMethod("none", "pid 7 runs outside any systemd unit"))
+    handle = _server_target(
+        target, RestartMethod(UnmanagedServer, "pid 7 runs outside any systemd unit")
+    )
     assert isinstance(handle, UnmanagedServer) and handle.conf_dir is None
 
     def rec(name: str, risk: str) -> Recommendation:

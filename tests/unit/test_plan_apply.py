@@ -47,7 +47,7 @@ def test_advisory_and_unautomated_are_skipped(tmp_path: Path) -> None:
     pc = build_changes(
         plan(
             rec("x", "build:lse", "y", layer="build", action="advisory"),
-            rec("n", "irq:eth0", "z", layer="nic"),
+            rec("n", "bios:prefetch", "z", layer="hardware"),
         ),
         handle(tmp_path),
     )

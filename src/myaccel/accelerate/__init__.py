@@ -48,7 +48,9 @@ def run(req: AccelerateRequest, progress: Progress) -> AccelerateResult:
         from myaccel.accelerate.existing_build import ServerBuild
 
         t = req.target
-        hooks = ServerBuild(req.build, t.unit, window_s=t.window_s, settle_s=t.settle_s)
+        hooks = ServerBuild(
+            req.build, t.unit, window_s=t.window_s, settle_s=t.settle_s, force=t.force
+        )
         return run_on_server(req, t, progress, hooks)
     from myaccel.accelerate.sandbox_mode import run_on_sandbox
 

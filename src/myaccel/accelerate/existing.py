@@ -36,7 +36,15 @@ from myaccel.accelerate.sandbox_mode import ab_against_base
 from myaccel.actions import journals_dir, plan_changes
 from myaccel.actions.plan_apply import PlannedChanges, build_changes
 from myaccel.actions.session import derive_conf_dir, refuse_unfinished
-from myaccel.actions.target import ServerTarget, sandbox_target, server_target
+from myaccel.actions.target import (
+    CommandServer,
+    SandboxServer,
+    ServerTarget,
+    SystemdServer,
+    UnmanagedServer,
+    sandbox_target,
+    server_target,
+)
 from myaccel.artifacts import write_text
 from myaccel.bench.compare import Comparison
 from myaccel.clone import CloneRequest, RestartMethod, make_clone, preflight
@@ -73,17 +81,17 @@ def _server_target(target: ExistingServer, restart: RestartMethod) -> ServerTarg
     """The server as the preflight found it restartable: its sandbox, its systemd unit (or
     ``--server-unit``), the user's restart command, or none (online changes only)."""
     unit: str | None = None
-    match restart.kind:
-        case "sandbox" if target.restart_command is None:
-            return sandbox_target(restart.detail, create=True, params=target.params)
-        case "command":
-            return server_target(
-                target.params, conf_dir=target.conf_dir, restart_command=restart.detail
-            )
-        case "systemd":
-            unit = target.unit or restart.detail
-        case "none":
-            unit = target.unit  # --server-unit for a server the preflight found no unit for
+    kind = restart.kind
+    if kind is SandboxServer and target.restart_command is None:
+        return sandbox_target(restart.detail, create=True, params=target.params)
+    if kind is CommandServer:
+        return server_target(
+            target.params, conf_dir=target.conf_dir, restart_command=restart.detail
+        )
+    if kind is SystemdServer:
+        unit = target.unit or restart.detail
+    elif kind is UnmanagedServer:
+        unit = target.unit  # --server-unit for a server the preflight found no unit for
     if unit:
         return server_target(target.params, conf_dir=target.conf_dir, unit=unit)
     return server_target(
@@ -160,7 +168,7 @@ def run_on_server(
     check_dataset(params, req)
     if build is not None:
         build.check(src, pre.restart, progress)
-    progress.note(f"restart method: {pre.restart.kind} ({pre.restart.detail})")
+    progress.note(f"restart method: {pre.restart.describe()}")
     for p in pre.problems + pre_clone.problems:
         progress.note(f"note: {p.message} ({p.hint})")
     server = _server_target(target, pre.restart)

@@ -51,7 +51,7 @@ from myaccel.actions.settings.server_binary import (
     exec_start,
     server_path,
 )
-from myaccel.actions.target import ServerTarget, server_target
+from myaccel.actions.target import SandboxServer, ServerTarget, SystemdServer, server_target
 from myaccel.artifacts import write_text
 from myaccel.bench.ab import AbResult
 from myaccel.bench.compare import Comparison
@@ -87,9 +87,9 @@ def swap_unit(restart: RestartMethod, server_unit: str | None) -> str:
     one the preflight found; refused (before any work) when there is none."""
     if server_unit:
         return server_unit
-    if restart.kind == "systemd":
+    if restart.kind is SystemdServer:
         return restart.detail
-    if restart.kind == "sandbox":
+    if restart.kind is SandboxServer:
         raise UsageError(
             f"--swap-binary on a server that is myaccel sandbox '{restart.detail}': its binary "
             "is a sandbox basedir, not a systemd unit",
@@ -98,7 +98,7 @@ def swap_unit(restart: RestartMethod, server_unit: str | None) -> str:
         )
     raise UsageError(
         "--swap-binary swaps the binary of the systemd unit that runs the server, and this "
-        f"server has none known (restart method: {restart.kind}, {restart.detail})",
+        f"server has none known (restart method: {restart.kind.record_kind}, {restart.detail})",
         hint="pass --server-unit UNIT when systemd runs it; else " + NO_SWAP_HINT,
     )
 
@@ -156,6 +156,7 @@ class ServerBuild:
     server_unit: str | None = None
     window_s: float = 30.0
     settle_s: float = 30.0
+    force: bool = False  # --force: swap without a win on the clone too, under the same guard
     root: Path = Path("/")
     runner: Runner | None = None
     window: WindowFn = live_window
@@ -211,14 +212,13 @@ class ServerBuild:
         self.swap_gate = plan_improves(vs_plan) if vs_plan else (False, "not measured")
         if self.spec.swap_binary:
             ok, why = self.swap_gate
-            progress.note(
-                "build + plan vs distro + plan on the clone: "
-                + (
-                    "it wins: the binary is swapped after the plan, if the plan is applied"
-                    if ok
-                    else f"no win ({why}): the binary will not be swapped"
-                )
-            )
+            if ok:
+                then = "it wins: the binary is swapped after the plan, if the plan is applied"
+            elif self.force:
+                then = f"no win ({why}): swapped anyway after the plan (--force), guarded"
+            else:
+                then = f"no win ({why}): the binary will not be swapped"
+            progress.note("build + plan vs distro + plan on the clone: " + then)
         done = replace(
             result,
             more=dict(self.ab.more),
@@ -241,7 +241,7 @@ class ServerBuild:
         if self.unit is None or self.built is None:
             return result
         ok, why = self.swap_gate
-        if not ok:
+        if not ok and not self.force:
             progress.note(f"binary not swapped: build + plan does not beat distro + plan ({why})")
             return result
         progress.step(f"swap the binary of {self.unit}, guarded")

@@ -82,6 +82,9 @@ class Drift(Frozen):
     expected: str
     actual: str | None
     warnings: tuple[str, ...] = ()
+    # the value lives in the running kernel or server only: a reboot (or a server
+    # restart, for SET GLOBAL) drops it, as documented; `apply` again puts it back
+    runtime_only: bool = False
 
 
 Planned = tuple[Setting, str, Change]
@@ -447,7 +450,13 @@ def verify(changes: Sequence[tuple[Setting, str]]) -> list[Drift]:
     """Settings that are not at their desired value (the dry-run path, read-only)."""
     planned, _ = plan_changes(changes)
     return [
-        Drift(target=s.target, expected=desired, actual=c.current, warnings=c.warnings)
+        Drift(
+            target=s.target,
+            expected=desired,
+            actual=c.current,
+            warnings=c.warnings,
+            runtime_only=not s.survives_reboot,
+        )
         for s, desired, c in planned
     ]
 

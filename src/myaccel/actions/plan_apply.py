@@ -25,7 +25,7 @@ from myaccel.errors import MyaccelError
 from myaccel.rules.model import Plan, Recommendation
 from myaccel.server.connection import connect, query_rows
 
-AUTOMATABLE = ("mysql:", "sysctl:", "sysfs:", "debugfs:", "systemd:", "file:")
+AUTOMATABLE = ("mysql:", "sysctl:", "sysfs:", "debugfs:", "systemd:", "file:", "irq:")
 
 
 @dataclass

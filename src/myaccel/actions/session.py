@@ -71,15 +71,18 @@ def derive_conf_dir(target: ServerTarget, facts: Facts, note: Note) -> ServerTar
     return target.with_conf_dir(conf_dir)
 
 
-def derive_unit(target: ServerTarget, facts: Facts, note: Note) -> ServerTarget:
+def derive_unit(
+    target: ServerTarget, facts: Facts, note: Note, *, root: Path = Path("/")
+) -> ServerTarget:
     """Without --server-unit or a restart command: the systemd service whose main process
-    is the server (found from its cgroup), so that a restart goes through systemd and the
-    unit's drop-in is that unit's; else the target unchanged."""
+    is the server (``main_pid_unit``, as the clone preflight finds it too), so that a
+    restart goes through systemd and the unit's drop-in is that unit's; else the target
+    unchanged. ``root``: the sysroot of ``/proc`` and ``/run/systemd``."""
     srv = facts.server
     if not isinstance(target, UnmanagedServer) or srv is None or not srv.pid.known:
         return target
     pid = srv.pid.value
-    unit = main_pid_unit(pid) if pid is not None else None
+    unit = main_pid_unit(pid, root) if pid is not None else None
     if unit is None:
         return target
     note(f"server unit: {unit} (its main process is server pid {pid})")

@@ -59,8 +59,9 @@ class ServerTarget(ABC):
     host_service: ClassVar[bool] = True
     # whether apply creates conf_dir itself, right before its journal (a sandbox's conf.d)
     creates_conf_dir: ClassVar[bool] = False
-    # the ``kind`` of the journal's server record (kept for journals already written)
-    _record_kind: ClassVar[str]
+    # the ``kind`` of the journal's server record (kept for journals already written);
+    # also how messages name the way a server is restarted ("systemd (mariadb.service)")
+    record_kind: ClassVar[str]
 
     @property
     def managed_file(self) -> Path | None:
@@ -81,7 +82,7 @@ class ServerTarget(ABC):
             "connection": None
             if p is None
             else {"host": p.host, "port": p.port, "socket": p.socket, "user": p.user},
-            "kind": self._record_kind,
+            "kind": self.record_kind,
             "sandbox": None,
             "unit": self.unit,
             "conf_dir": str(self.conf_dir) if self.conf_dir else None,
@@ -152,7 +153,7 @@ class SandboxServer(ServerTarget):
     conf_dir_reason: str | None = None
     host_service: ClassVar[bool] = False
     creates_conf_dir: ClassVar[bool] = True
-    _record_kind: ClassVar[str] = "sandbox"
+    record_kind: ClassVar[str] = "sandbox"
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -204,7 +205,7 @@ class SystemdServer(ServerTarget):
     conf_dir: Path | None
     unit: str | None  # never None here (typed so to match the base class)
     conf_dir_reason: str | None = None
-    _record_kind: ClassVar[str] = "systemd"
+    record_kind: ClassVar[str] = "systemd"
 
     def startable(self) -> bool:
         return True
@@ -245,7 +246,7 @@ class CommandServer(ServerTarget):
     conf_dir: Path | None
     restart_command: str
     conf_dir_reason: str | None = None
-    _record_kind: ClassVar[str] = "command"
+    record_kind: ClassVar[str] = "command"
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "restart_command": self.restart_command}
@@ -285,7 +286,7 @@ class UnmanagedServer(ServerTarget):
     params: ConnectParams | None = None
     conf_dir: Path | None = None
     conf_dir_reason: str | None = None
-    _record_kind: ClassVar[str] = "none"
+    record_kind: ClassVar[str] = "none"
 
     def startable(self) -> bool:
         return False
@@ -399,8 +400,9 @@ def target_from_record(d: Any, where: str = "the journal") -> ServerTarget:
 def _from_record(d: Any) -> ServerTarget:
     if not isinstance(d, dict):
         raise TypeError("not a JSON object")
-    kind = d.get("kind")
-    if kind == "sandbox":
+    raw_kind = d.get("kind")  # an unknown kind (or not a string): a server never restarted
+    kind = _RECORD_KINDS.get(raw_kind if isinstance(raw_kind, str) else "", UnmanagedServer)
+    if kind is SandboxServer:
         name = d["sandbox"]
         home = d.get("home")
         if not isinstance(name, str) or not (home is None or isinstance(home, str)):
@@ -425,9 +427,15 @@ def _from_record(d: Any) -> ServerTarget:
     return server_target(
         params,
         conf_dir=conf_dir,
-        unit=unit if kind == "systemd" else None,
-        restart_command=command if kind == "command" else None,
+        unit=unit if kind is SystemdServer else None,
+        restart_command=command if kind is CommandServer else None,
     )
+
+
+# a record's ``kind`` -> the target type that wrote it (an unknown kind: none)
+_RECORD_KINDS: dict[str, type[ServerTarget]] = {
+    t.record_kind: t for t in (SandboxServer, SystemdServer, CommandServer, UnmanagedServer)
+}
 
 
 def _opt_str(v: Any) -> str | None:

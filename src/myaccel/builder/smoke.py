@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable
@@ -165,8 +166,9 @@ def _wait_answer(params: ConnectParams, child: proc.Child, log: Path, limits: Sm
         if rc is not None:
             errs = error_lines(log)
             raise SmokeFailed(
-                f"the server exited ({rc}) before answering" + (f": {errs[0]}" if errs else ""),
-                hint=f"see {log}",
+                f"the server {_how_it_ended(rc)} before answering"
+                + (f": {errs[0]}" if errs else ""),
+                hint=_ILL_HINT if rc == -signal.SIGILL else f"see {log}",
             )
         if Path(params.socket or "").exists():
             with contextlib.suppress(ConnectionFailed):
@@ -187,6 +189,24 @@ def _ask(conn: Any, errlog: Path) -> list[list[tuple[Any, ...]]]:
         except pymysql.err.MySQLError as exc:
             raise SmokeFailed(f"the server failed '{q}': {exc}", hint=f"see {errlog}") from exc
     return answers
+
+
+_ILL_HINT = (
+    "this CPU lacks an instruction the build uses (an inline-LSE build needs ARMv8.1+ "
+    "atomics: see verify-build's atomics line); build for it: myaccel build --atomics "
+    "outline (runs on every aarch64 CPU), or --target-cpu of this CPU"
+)
+
+
+def _how_it_ended(rc: int) -> str:
+    """``exited (N)``, or the signal that killed it by name (SIGILL: an instruction the
+    CPU does not have)."""
+    if rc < 0:
+        try:
+            return f"was killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"was killed by signal {-rc}"
+    return f"exited ({rc})"
 
 
 def run_smoke(

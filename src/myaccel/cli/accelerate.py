@@ -146,7 +146,8 @@ def _replay(
 @click.option(
     "--force",
     is_flag=True,
-    help="Existing server: apply even when the clone's A/B shows no improvement (still guarded).",
+    help="Existing server: apply (and with --swap-binary swap) even when the clone's A/B "
+    "shows no improvement (still guarded).",
 )
 @click.option("--keep-clone", is_flag=True, help="Existing server: keep the clone sandbox.")
 @options.seconds(

@@ -1,5 +1,8 @@
 """`myaccel apply`: the plan and the server target the options name, checked and
-previewed (``actions.session``), then ``myaccel.actions.protocol.apply_with_restart``."""
+previewed (``actions.session``), then ``myaccel.actions.protocol.apply_with_restart``.
+
+The apply machinery (``myaccel.actions``, with the settings, the journal, pydantic models
+and the server clients) is imported where used, not by ``myaccel apply --help``."""
 
 from __future__ import annotations
 
@@ -11,18 +14,6 @@ from typing import Any
 
 import click
 
-from myaccel.actions import preview
-from myaccel.actions.journal import Journal, journals_dir
-from myaccel.actions.plan_apply import health_check
-from myaccel.actions.protocol import apply_with_restart
-from myaccel.actions.session import (
-    check_only,
-    load_plan,
-    prepare_apply,
-    preview_apply,
-    refuse_unfinished,
-)
-from myaccel.actions.target import target_from_options
 from myaccel.cli import options
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
@@ -91,6 +82,19 @@ def apply(opts: ApplyOptions) -> None:
 
     With --json: one document with the changes, the skipped recommendations, the files
     written (before and after; predicted by --dry-run) and the journal."""
+    from myaccel.actions import preview
+    from myaccel.actions.journal import journals_dir
+    from myaccel.actions.plan_apply import health_check
+    from myaccel.actions.protocol import apply_with_restart
+    from myaccel.actions.session import (
+        check_only,
+        load_plan,
+        prepare_apply,
+        preview_apply,
+        refuse_unfinished,
+    )
+    from myaccel.actions.target import target_from_options
+
     plan = load_plan(opts.plan_file)
     dry_run, only = opts.dry_run, _split_ids(opts.only)
     check_only(plan, only)
@@ -162,6 +166,8 @@ def apply(opts: ApplyOptions) -> None:
 def _print_preview(
     planned: list[Any], unchanged: list[str], new_dirs: tuple[Path, ...], jdir: Path, dry_run: bool
 ) -> None:
+    from myaccel.actions.journal import Journal
+
     for s, desired, ch in planned:
         verb = "would change" if dry_run else "change"
         click.echo(f"{verb} {s.target}: {ch.current} -> {desired} ({ch.takes_effect})")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.progress import TimeElapsedColumn
 
 from myaccel.cli import options
 from myaccel.cli.progress import interactive, live_bar, note
@@ -28,6 +27,8 @@ class StageProgress:
     def stage_started(self, name: str, title: str) -> None:
         self._name, self._t0 = name, time.monotonic()
         if self.tty:
+            from rich.progress import TimeElapsedColumn
+
             self._progress = live_bar("info", TimeElapsedColumn())
             self._task = self._progress.add_task(f"{name}: {title}", total=None, info="")
         else:

@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING
 import click
 
 from myaccel import markdown
-from myaccel.artifacts import save
-from myaccel.bench.workload import REPLAY_MODES, Workload
+from myaccel.bench.choices import REPLAY_MODES
 from myaccel.cli import options
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.paths import myaccel_home
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the capture machinery is imported where used, not by `--help`
     from myaccel.actions.target import ServerTarget
+    from myaccel.bench.workload import Workload
+    from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +96,7 @@ def capture(opts: CaptureOptions) -> None:
     crash, `myaccel rollback` does it. The server's throughput before and during the
     capture is printed (its cost). Replay the file with `myaccel bench --workload-file`.
     """
+    from myaccel.artifacts import save
     from myaccel.bench.workload import load_replayable
     from myaccel.capture.session import CaptureRequest
     from myaccel.capture.session import capture as run_capture
@@ -102,13 +104,14 @@ def capture(opts: CaptureOptions) -> None:
     # --check: the workload file is checked first (capture.sqlguard: a replay issues its
     # single DML statements and nothing else), before a server or a file is touched
     original = load_replayable(Path(opts.check)) if opts.check else None
+    params, server = _servers(opts.conn)
     req = CaptureRequest(
-        target=resolve(opts.conn),
+        target=params,
         duration_s=opts.duration,
         redact=opts.redact,
         source=opts.source,  # type: ignore[arg-type]
         baseline_s=opts.baseline,
-        server=_journal_server(opts),
+        server=server,
     )
     out = Path(opts.out) if opts.out else _default_out()
     if opts.out:  # its directory exists and is writable: checked before anything is captured
@@ -145,13 +148,20 @@ def capture(opts: CaptureOptions) -> None:
     click.echo(f"workload: {out}")
 
 
-def _journal_server(opts: CaptureOptions) -> ServerTarget:
-    """The server the journal records: how `myaccel rollback` reaches it after a crash."""
+def _servers(conn: ConnectionOptions) -> tuple[ConnectParams, ServerTarget]:
+    """The server to capture from (``resolve``: a ``--user`` given with ``--sandbox``
+    replaces the sandbox's) and the one the journal records (how `myaccel rollback` reaches
+    it after a crash: a sandbox through its own account). The options are resolved, and a
+    sandbox loaded, once for both."""
     from myaccel.actions.target import sandbox_target, server_target
 
-    if opts.conn.sandbox is not None:
-        return sandbox_target(opts.conn.sandbox)
-    return server_target(resolve(opts.conn))  # one myaccel does not restart
+    if conn.sandbox is None:
+        params = resolve(conn)
+        return params, server_target(params)  # one myaccel does not restart
+    from myaccel.server.sandbox import Sandbox
+
+    sb = Sandbox.load(conn.sandbox)
+    return resolve(conn, sandbox=sb), sandbox_target(sb.name, sandbox=sb)
 
 
 def _default_out() -> Path:

@@ -13,8 +13,6 @@ from myaccel.cli import ranges
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
-from myaccel.facts.sysroot import parse_cpu_list
-from myaccel.server.sandbox.layout import validate_name
 from myaccel.units import SizeSyntaxError, format_bytes, parse_size
 
 if TYPE_CHECKING:  # the clone machinery is imported where used: `--help` loads none of it
@@ -53,6 +51,8 @@ def _cpus(text: str | None, allowed: set[int] | None = None) -> list[int] | None
     affinity), so the fence's ``taskset`` cannot fail later."""
     if text is None:
         return None
+    from myaccel.facts.sysroot import parse_cpu_list
+
     mine = sorted(allowed if allowed is not None else os.sched_getaffinity(0))
     upper = mine[len(mine) // 2]
     example = f"for example --cpus {mine[-1]}" + (
@@ -143,6 +143,7 @@ def clone(opts: CloneOptions) -> None:
     uninstalled after it when it was not loaded. Remove with `myaccel sandbox destroy`.
     """
     from myaccel.clone import CloneRequest, make_clone
+    from myaccel.server.sandbox.layout import validate_name
 
     validate_name(opts.name)
     cpus = _cpus(opts.cpus)

@@ -6,13 +6,16 @@ import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from myaccel.cli.ranges import TCP_PORT
 from myaccel.server import connection
 from myaccel.server.connection import ConnectionOptions, ConnectParams
+
+if TYPE_CHECKING:
+    from myaccel.server.sandbox import Sandbox
 
 F = TypeVar("F", bound=Callable[..., Any])
 OptionsT = TypeVar("OptionsT")  # an options dataclass
@@ -89,16 +92,22 @@ def command_line() -> list[str]:
     return ["myaccel", *sys.argv[1:]]
 
 
-def resolve(conn: ConnectionOptions) -> ConnectParams:
+def resolve(conn: ConnectionOptions, *, sandbox: Sandbox | None = None) -> ConnectParams:
     """The server the options name: ``--sandbox NAME`` takes everything from the sandbox
     (a ``--user`` given with it, and its password, replace the sandbox's); otherwise
-    option files, ``MYSQL_PWD`` and the options (``server.connection.resolve``)."""
+    option files, ``MYSQL_PWD`` and the options (``server.connection.resolve``).
+    ``sandbox``: the sandbox ``--sandbox`` names, when the caller has loaded it already
+    (it is then not loaded again)."""
     if conn.sandbox is None:
         params = connection.resolve(conn)
     else:
-        from myaccel.server.sandbox import Sandbox
+        if sandbox is None:
+            from myaccel.server.sandbox import Sandbox
 
-        params = Sandbox.load(conn.sandbox).connect_params()
+            sandbox = Sandbox.load(conn.sandbox)
+        elif sandbox.name != conn.sandbox:
+            raise ValueError(f"sandbox {sandbox.name!r} is not --sandbox {conn.sandbox!r}")
+        params = sandbox.connect_params()
         if conn.user is not None:
             params = replace(params, user=conn.user, password=conn.password)
     # switches a killed command left on this server (myaccel.cli.repair, step 2)

@@ -1,4 +1,7 @@
-"""`myaccel plan` and `myaccel explain`."""
+"""`myaccel plan` and `myaccel explain`.
+
+The facts and the rules (pydantic models, the knob catalog) are imported where used, not
+by ``--help``."""
 
 from __future__ import annotations
 
@@ -11,11 +14,6 @@ from myaccel.cli.common import ServerOptions, measure_storage, options_into, res
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
-from myaccel.facts.collect import collect_facts
-from myaccel.facts.iomeasure import facts_with_measured_storage
-from myaccel.facts.load import load_facts
-from myaccel.rules.engine import Hints, load_rules, make_plan
-from myaccel.rules.render import format_markdown, format_text, rules_markdown
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +52,12 @@ class PlanOptions(ServerOptions):
 @options_into(PlanOptions)
 def plan(opts: PlanOptions) -> None:
     """Turn facts into a layered plan: what to change, why, how sure, how to verify."""
+    from myaccel.facts.collect import collect_facts
+    from myaccel.facts.iomeasure import facts_with_measured_storage
+    from myaccel.facts.load import load_facts
+    from myaccel.rules.engine import Hints, make_plan
+    from myaccel.rules.render import format_markdown, format_text
+
     if opts.facts_file:
         facts = load_facts(opts.facts_file)
     else:
@@ -90,6 +94,9 @@ def plan(opts: PlanOptions) -> None:
 @click.option("--md", "as_md", is_flag=True, help="Markdown (docs/rules.md).")
 def explain(rule_id: str | None, show_all: bool, as_md: bool) -> None:
     """Explain a rule: what it does, why, and its source."""
+    from myaccel.rules.engine import load_rules
+    from myaccel.rules.render import rules_markdown
+
     rules = load_rules()
     if show_all or rule_id is None:
         if as_md:

@@ -1,9 +1,12 @@
-"""`myaccel probe`: facts about the machine, the server and its binary."""
+"""`myaccel probe`: facts about the machine, the server and its binary.
+
+The collectors and the facts model are imported where used, not by ``--help``."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,12 +15,9 @@ from myaccel.cli.common import ServerOptions, measure_storage, options_into, res
 from myaccel.cli.output import write_output
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
-from myaccel.facts.capture import capture_sysroot, tracing_sysroot
-from myaccel.facts.collect import collect_facts
-from myaccel.facts.iomeasure import facts_with_measured_storage
-from myaccel.facts.render import format_markdown, format_text
-from myaccel.facts.sysroot import Sysroot
-from myaccel.model import Facts
+
+if TYPE_CHECKING:
+    from myaccel.facts.sysroot import Sysroot
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +72,13 @@ def probe(opts: ProbeOptions) -> None:
     answers); each fact records its source, and what cannot be read is "unknown" with a
     reason.
     """
+    from myaccel.facts.capture import capture_sysroot, tracing_sysroot
+    from myaccel.facts.collect import collect_facts
+    from myaccel.facts.iomeasure import facts_with_measured_storage
+    from myaccel.facts.render import format_markdown, format_text
+    from myaccel.facts.sysroot import Sysroot
+    from myaccel.model import Facts
+
     if opts.schema:
         click.echo(json.dumps(Facts.model_json_schema(), indent=2))
         return

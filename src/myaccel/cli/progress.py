@@ -1,4 +1,7 @@
-"""Progress for long work: a live line on a terminal, plain rate-limited lines otherwise."""
+"""Progress for long work: a live line on a terminal, plain rate-limited lines otherwise.
+
+rich is imported when a bar is drawn: every command imports ``note`` from here, and its
+``--help`` should not pay for rich."""
 
 from __future__ import annotations
 
@@ -7,16 +10,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, ProgressColumn
+
     from myaccel.bench.run_record import RunRecord
 
 
@@ -33,6 +30,9 @@ def _ci() -> bool:
 def live_bar(field: str, clock: ProgressColumn) -> Progress:
     """A started one-line bar on stderr: the task's description, the bar, the task field
     ``field`` and ``clock`` (time elapsed or remaining); it disappears when stopped."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -62,6 +62,8 @@ class RunProgress:
         self._label, self._total = label, total_s
         self._last_plain = time.monotonic()
         if self.tty:
+            from rich.progress import TimeRemainingColumn
+
             self._progress = live_bar("tps", TimeRemainingColumn())
             self._task = self._progress.add_task(label, total=total_s, tps="")
         else:

@@ -30,7 +30,7 @@ from myaccel.actions.journal import Journal, journals_dir
 from myaccel.actions.orphans import find_orphans
 from myaccel.actions.protocol import rollback_with_restart
 from myaccel.actions.target import rollback_target
-from myaccel.cli.repair import CLONE_MARKER
+from myaccel.clone.incomplete import MARKER as CLONE_MARKER
 from myaccel.errors import MyaccelError
 from myaccel.owner import ProcessOwner
 from myaccel.paths import myaccel_home

@@ -1,6 +1,8 @@
 """`myaccel rollback` and `verify`: the server target a journal records (the command line's
 server options over it), then ``myaccel.actions.protocol.rollback_with_restart`` or the
-journal's drift."""
+journal's drift.
+
+The rollback machinery (``myaccel.actions``) is imported where used, not by ``--help``."""
 
 from __future__ import annotations
 
@@ -8,19 +10,17 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from myaccel.actions import RollbackResult, verify_journal
-from myaccel.actions.journal import Journal, journals_dir
-from myaccel.actions.protocol import rollback_with_restart
-from myaccel.actions.session import journal_in_effect
-from myaccel.actions.target import rollback_target
 from myaccel.cli import options
 from myaccel.cli.common import ServerOptions, options_into, resolve, server_options
 from myaccel.cli.progress import note
 from myaccel.errors import UsageError
+
+if TYPE_CHECKING:
+    from myaccel.actions import RollbackResult
 
 
 def _echo_json(doc: dict[str, Any]) -> None:
@@ -71,6 +71,11 @@ def rollback_cmd(opts: RollbackOptions) -> None:
     With --json: one document (the journal and what was reverted; with --list, the
     journals and their status); no journal in effect is then not an error but
     ``"journal": null`` (nothing to undo)."""
+    from myaccel.actions.journal import Journal, journals_dir
+    from myaccel.actions.protocol import rollback_with_restart
+    from myaccel.actions.session import journal_in_effect
+    from myaccel.actions.target import rollback_target
+
     jdir = journals_dir()
     if opts.list_:
         _list_journals(jdir, opts.as_json)
@@ -105,6 +110,8 @@ def rollback_cmd(opts: RollbackOptions) -> None:
 
 
 def _list_journals(jdir: Path, as_json: bool) -> None:
+    from myaccel.actions.journal import Journal
+
     listed = [(p, Journal.checked_status(p)) for p in Journal.list_paths(jdir)]
     if as_json:
         _echo_json({"journals": [{"path": str(p), "status": st} for p, st in listed]})
@@ -135,6 +142,10 @@ def verify(opts: VerifyOptions) -> None:
     The server recorded in the journal is the default; server options override it.
     With --json: ``{"journal", "drift": [{target, expected, actual}]}`` (exit 1 on drift;
     no applied journal is ``"journal": null``, exit 0)."""
+    from myaccel.actions import verify_journal
+    from myaccel.actions.journal import Journal, journals_dir
+    from myaccel.actions.target import rollback_target
+
     path = Path(opts.journal_file) if opts.journal_file else None
     if path is None:
         jdir = journals_dir()
@@ -154,5 +165,10 @@ def verify(opts: VerifyOptions) -> None:
         click.echo("no drift: every applied setting is in place")
         return
     for d in drift:
-        click.echo(f"drift {d.target}: expected {d.expected}, found {d.actual}")
+        why = (
+            " (runtime only: a reboot or a server restart drops it; apply again to put it back)"
+            if d.runtime_only
+            else ""
+        )
+        click.echo(f"drift {d.target}: expected {d.expected}, found {d.actual}{why}")
     sys.exit(1)

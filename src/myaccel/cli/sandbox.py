@@ -2,6 +2,9 @@
 
 Progress and notes go to stderr; data (status, lists) to stdout, as a rich table on a
 terminal, as plain aligned text in pipes, or as JSON with ``--json``.
+
+The sandbox machinery (``myaccel.server.sandbox``) is imported where used, not by
+``--help``: the two defaults the options show are copied here (a unit test keeps them equal).
 """
 
 from __future__ import annotations
@@ -10,28 +13,23 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from myaccel.cli import options
 from myaccel.cli.common import F
 from myaccel.cli.ranges import TCP_PORT, TIMEOUT_S
 from myaccel.server.flavor import flavor_label
-from myaccel.server.flavors import Flavor
-from myaccel.server.sandbox import (
-    DEFAULT_NAME,
-    DEFAULT_TIMEOUT_S,
-    Sandbox,
-    SandboxStatus,
-    ServerOptions,
-    SnapshotInfo,
-    StartResult,
-    parse_sets,
-)
 from myaccel.units import format_bytes
+
+if TYPE_CHECKING:
+    from myaccel.server.flavors import Flavor
+    from myaccel.server.sandbox import Sandbox, SandboxStatus, SnapshotInfo, StartResult
+
+# myaccel.server.sandbox's DEFAULT_NAME and DEFAULT_TIMEOUT_S (tests/unit/test_cli_help.py)
+DEFAULT_NAME = "default"
+DEFAULT_TIMEOUT_S = 60.0
 
 
 def _say(msg: str) -> None:
@@ -48,6 +46,9 @@ def _format_size(size_bytes: int) -> str:
 
 def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     if _stdout_is_tty():
+        from rich.console import Console
+        from rich.table import Table
+
         table = Table()
         for h in headers:
             table.add_column(h, overflow="fold")
@@ -153,6 +154,8 @@ def init(
     timeout_s: float,
 ) -> None:
     """Create a sandbox: datadir, sbtest database and benchmark user; leaves it running."""
+    from myaccel.server.sandbox import Sandbox
+
     sb = Sandbox.init(
         name,
         basedir=Path(basedir) if basedir else None,
@@ -180,6 +183,8 @@ def start(
     timeout_s: float,
 ) -> None:
     """Start a sandbox (with the base config unless --config/--set/--basedir)."""
+    from myaccel.server.sandbox import Sandbox, ServerOptions, parse_sets
+
     sets = parse_sets(set_items)
     sb = Sandbox.load(name)
     res = sb.start(ServerOptions(config, sets, basedir), timeout_s=timeout_s, progress=_say)
@@ -191,6 +196,8 @@ def start(
 @timeout_option
 def stop(name: str, timeout_s: float) -> None:
     """Shut a sandbox down cleanly (kill -9 only after --timeout, and says so)."""
+    from myaccel.server.sandbox import Sandbox
+
     _say(Sandbox.load(name).stop(timeout_s))
 
 
@@ -211,6 +218,8 @@ def restart(
     timeout_s: float,
 ) -> None:
     """Stop and start, keeping the active config unless new options are given."""
+    from myaccel.server.sandbox import Sandbox, ServerOptions, parse_sets
+
     sets = parse_sets(set_items)
     sb = Sandbox.load(name)
     res = sb.restart(
@@ -244,6 +253,8 @@ def _status_rows(sb: Sandbox, st: SandboxStatus) -> list[tuple[str, str]]:
 @json_flag
 def status(name: str, as_json: bool) -> None:
     """Show whether a sandbox runs (running / stopped / crashed) and where it lives."""
+    from myaccel.server.sandbox import Sandbox
+
     sb = Sandbox.load(name)
     st = sb.status()
     if as_json:
@@ -264,6 +275,8 @@ def status(name: str, as_json: bool) -> None:
 @json_flag
 def list_(as_json: bool) -> None:
     """List the sandboxes."""
+    from myaccel.server.sandbox import Sandbox
+
     statuses = [sb.status() for sb in Sandbox.list_all()]
     if as_json:
         _print_json([st.to_dict() for st in statuses])
@@ -291,6 +304,8 @@ def list_(as_json: bool) -> None:
 @timeout_option
 def destroy(name: str, yes: bool, timeout_s: float) -> None:
     """Stop a sandbox and delete it with its datadir and snapshots."""
+    from myaccel.server.sandbox import Sandbox
+
     if not yes and sys.stdin.isatty():
         click.confirm(f"Delete sandbox '{name}' with its datadir and snapshots?", abort=True)
     _say(Sandbox.destroy_named(name, timeout_s=timeout_s))
@@ -323,6 +338,8 @@ def datadir_copy_command(name: str) -> Callable[[Callable[..., None]], click.Com
 @datadir_copy_command("save")
 def snapshot_save(name: str, snap: str, stop_server: bool) -> None:
     """Save the datadir of sandbox NAME as snapshot SNAP."""
+    from myaccel.server.sandbox import Sandbox
+
     info = Sandbox.load(name).snapshot_save(snap, stop=stop_server, progress=_say)
     _say(f"saved snapshot '{snap}' of sandbox '{name}' ({_format_size(info.size_bytes)})")
 
@@ -330,6 +347,8 @@ def snapshot_save(name: str, snap: str, stop_server: bool) -> None:
 @datadir_copy_command("restore")
 def snapshot_restore(name: str, snap: str, stop_server: bool) -> None:
     """Replace the datadir of sandbox NAME by snapshot SNAP."""
+    from myaccel.server.sandbox import Sandbox
+
     info = Sandbox.load(name).snapshot_restore(snap, stop=stop_server, progress=_say)
     _say(f"restored snapshot '{snap}' ({info.created_at}) into sandbox '{name}'")
 
@@ -339,6 +358,8 @@ def snapshot_restore(name: str, snap: str, stop_server: bool) -> None:
 @json_flag
 def snapshot_list(name: str, as_json: bool) -> None:
     """List the snapshots of sandbox NAME with size and date."""
+    from myaccel.server.sandbox import Sandbox
+
     snaps: list[SnapshotInfo] = Sandbox.load(name).snapshot_list()
     if as_json:
         _print_json([s.to_dict() for s in snaps])
@@ -354,5 +375,7 @@ def snapshot_list(name: str, as_json: bool) -> None:
 @snapshot_arguments
 def snapshot_delete(name: str, snap: str) -> None:
     """Delete snapshot SNAP of sandbox NAME."""
+    from myaccel.server.sandbox import Sandbox
+
     Sandbox.load(name).snapshot_delete(snap)
     _say(f"deleted snapshot '{snap}' of sandbox '{name}'")

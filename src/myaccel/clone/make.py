@@ -232,7 +232,7 @@ def _build(
     )
     if pre.disk is not None:
         record.notes.append(pre.disk.describe())
-    record.notes.append(f"restart method of the source: {pre.restart.kind} ({pre.restart.detail})")
+    record.notes.append(f"restart method of the source: {pre.restart.describe()}")
 
     def journal(step: str, state: StepState, detail: str) -> None:
         record.step(step, state, detail)

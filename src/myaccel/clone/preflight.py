@@ -1,7 +1,8 @@
-"""What can be known before touching a server: how it will be restarted (a sandbox, a
-systemd unit, or a command the user gives), whether the account has the privileges the
-work needs, and whether the disk holds a copy of its data. Each problem is a one-line
-message with a hint; ``require`` raises the first blocking one before any side effect.
+"""What can be known before touching a server: how it will be restarted (the type of
+``actions.target.ServerTarget`` that restarts it: a sandbox, a systemd unit, or a command
+the user gives), whether the account has the privileges the work needs, and whether the
+disk holds a copy of its data. Each problem is a one-line message with a hint; ``require``
+raises the first blocking one before any side effect.
 
 Used by ``myaccel clone`` (privileges for the copy, disk) and by the accelerate flow on an
 existing server (restart method, privileges to change variables).
@@ -22,7 +23,14 @@ from typing import Any, Literal
 import pymysql
 
 from myaccel import proc
-from myaccel.actions.settings.systemd import cgroup_unit
+from myaccel.actions.settings.systemd import main_pid_unit, systemd_booted
+from myaccel.actions.target import (
+    CommandServer,
+    SandboxServer,
+    ServerTarget,
+    SystemdServer,
+    UnmanagedServer,
+)
 from myaccel.clone.errors import CloneError, MissingPrivileges, NoDiskForCopy
 from myaccel.clone.source import SourceServer
 from myaccel.errors import MyaccelError
@@ -30,7 +38,6 @@ from myaccel.server.connection import connect, query_rows
 from myaccel.server.sandbox.layout import sandboxes_root
 from myaccel.units import format_bytes
 
-RestartKind = Literal["sandbox", "systemd", "command", "none"]
 Purpose = Literal["clone", "apply"]
 
 # what a copy needs beyond the data itself: redo written meanwhile, the prepare step
@@ -44,13 +51,21 @@ _APPLY_PRIVILEGES = {"mysql": ("SYSTEM_VARIABLES_ADMIN",), "mariadb": ("SUPER",)
 
 @dataclass(frozen=True)
 class RestartMethod:
-    kind: RestartKind
+    """How myaccel could restart a server: the type of server target that does it
+    (``SandboxServer``, ``SystemdServer``, ``CommandServer``; ``UnmanagedServer``: none),
+    built by the work that restarts it (the preflight loads and changes nothing)."""
+
+    kind: type[ServerTarget]
     detail: str  # the sandbox, the unit, the command, or why none
     evidence: str = ""
 
     @property
     def known(self) -> bool:
-        return self.kind != "none"
+        return self.kind is not UnmanagedServer
+
+    def describe(self) -> str:
+        """The method as notes name it: ``systemd (mariadb.service)``."""
+        return f"{self.kind.record_kind} ({self.detail})"
 
 
 @dataclass(frozen=True)
@@ -94,30 +109,35 @@ class Preflight:
 
 
 def detect_restart(
-    src: SourceServer, restart_command: str | None = None, proc_root: Path = Path("/proc")
+    src: SourceServer, restart_command: str | None = None, root: Path = Path("/")
 ) -> RestartMethod:
     """How myaccel could restart the source: a command the user gave, its sandbox, or the
-    systemd unit whose cgroup holds its process."""
+    systemd service whose main process it is (``main_pid_unit``: the unit ``myaccel apply``
+    finds, ``actions.session.derive_unit``). ``root``: the sysroot of ``/proc`` and
+    ``/run/systemd`` (a fixture tree in tests)."""
     if restart_command:  # the user's word wins over what myaccel would find
-        return RestartMethod("command", restart_command, "given by the user")
+        return RestartMethod(CommandServer, restart_command, "given by the user")
     if src.sandbox is not None:
-        return RestartMethod("sandbox", src.sandbox, "the server is a myaccel sandbox")
+        return RestartMethod(SandboxServer, src.sandbox, "the server is a myaccel sandbox")
     for arg in src.args[1:2]:  # a sandbox's server reached by its socket or port
         option_file = Path(arg.removeprefix("--defaults-file="))
         if arg.startswith("--defaults-file=") and option_file.parent.parent == sandboxes_root():
-            return RestartMethod("sandbox", option_file.parent.name, f"started with {arg}")
-    if src.pid is None:
-        return RestartMethod("none", "the server is not on this host", "no local process")
-    try:
-        cgroup = (proc_root / str(src.pid) / "cgroup").read_text()
-    except OSError as exc:
-        return RestartMethod("none", f"/proc/{src.pid}/cgroup unreadable ({exc.strerror})")
-    if (found := cgroup_unit(cgroup)) is not None:
-        return RestartMethod("systemd", found[0], f"/proc/{src.pid}/cgroup: {found[1]}")
+            return RestartMethod(SandboxServer, option_file.parent.name, f"started with {arg}")
+    pid = src.pid
+    if pid is None:
+        return RestartMethod(UnmanagedServer, "the server is not on this host", "no local process")
+    if (unit := main_pid_unit(pid, root)) is not None:
+        return RestartMethod(SystemdServer, unit, f"its main process is server pid {pid}")
+    if not systemd_booted(root):
+        return RestartMethod(
+            UnmanagedServer,
+            f"pid {pid} runs on a host that systemd does not run (started by hand or by a script)",
+            "no /run/systemd/system",
+        )
     return RestartMethod(
-        "none",
-        f"pid {src.pid} runs outside any systemd unit (started by hand or by a script)",
-        f"/proc/{src.pid}/cgroup",
+        UnmanagedServer,
+        f"pid {pid} is not the main process of a systemd service (started by hand or by a script)",
+        f"/proc/{pid}/cgroup, systemctl show -P MainPID",
     )
 
 

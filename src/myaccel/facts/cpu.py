@@ -431,6 +431,41 @@ def _cache_level(sr: Sysroot, d: str, idx: str, online: list[int]) -> CacheLevel
     )
 
 
+# glibc's _SC_LEVEL1_DCACHE_LINESIZE (bits/confname.h; part of its ABI), which Python's
+# os.sysconf does not name: glibc answers from CTR_EL0 on arm64 and CPUID on x86.
+_SC_LEVEL1_DCACHE_LINESIZE = 190
+
+
+def libc_l1d_line_size() -> int | None:
+    """The L1 data cache line of the CPU this process runs on, as glibc reads it from the
+    CPU itself; None off glibc or when it does not know."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        value = int(ctypes.CDLL(name).sysconf(_SC_LEVEL1_DCACHE_LINESIZE))
+    except (OSError, AttributeError):
+        return None
+    return value if value > 0 and value & (value - 1) == 0 else None
+
+
+def _with_cpu_line(levels: list[CacheLevel], line: int | None) -> list[CacheLevel]:
+    """Level 1 data (or unified) caches the kernel lists without a line size get the CPU's
+    own (arm64 kernels take cache sizes from the firmware's tables, which may say nothing:
+    qemu's virt board, some ACPI systems)."""
+    if line is None:
+        return levels
+    return [
+        lvl.model_copy(update={"line_size_bytes": line})
+        if lvl.level == 1 and lvl.type in ("Data", "Unified") and lvl.line_size_bytes is None
+        else lvl
+        for lvl in levels
+    ]
+
+
 def collect_caches(sr: Sysroot, online: list[int]) -> Fact[list[CacheLevel]]:
     src = f"{SYS_CPU}/cpu*/cache/index*"
     if not online:
@@ -448,6 +483,11 @@ def collect_caches(sr: Sysroot, online: list[int]) -> Fact[list[CacheLevel]]:
             return unknown(str(exc), src)
         if lvl is not None:
             out.append(lvl)
+    if sr.live and any(lv.level == 1 and lv.line_size_bytes is None for lv in out):
+        return known(
+            _with_cpu_line(out, libc_l1d_line_size()),
+            f"{src}; the L1 data line from the CPU (glibc sysconf: CTR_EL0 on arm64)",
+        )
     return known(out, src)
 
 

@@ -54,6 +54,19 @@ def _irqs_of_device(sr: Sysroot, dev_dir: str) -> set[int]:
     return found
 
 
+def interface_irqs(sr: Sysroot, name: str, ilines: list[InterruptLine]) -> list[int]:
+    """The IRQ numbers of one interface, ascending: its device's MSI IRQs (the parent's,
+    for virtio) and the /proc/interrupts lines named after it or its device."""
+    dev_real = sr.realpath(f"{NET}/{name}/device")
+    irq_nums: set[int] = _irqs_of_device(sr, dev_real) if dev_real else set()
+    dev_base = dev_real.rstrip("/").rsplit("/", 1)[-1] if dev_real else None
+    for il in ilines:
+        nm = il.name
+        if nm.startswith(name + "-") or nm == name or (dev_base and nm.startswith(dev_base + "-")):
+            irq_nums.add(il.irq)
+    return sorted(irq_nums)
+
+
 def collect_network(sr: Sysroot) -> NetworkFacts:
     names = sr.listdir(NET)
     if not names:
@@ -73,18 +86,8 @@ def collect_network(sr: Sysroot) -> NetworkFacts:
         queues = sr.listdir(f"{base}/queues")
         rxq = sum(1 for q in queues if q.startswith("rx-"))
         txq = sum(1 for q in queues if q.startswith("tx-"))
-        irq_nums: set[int] = _irqs_of_device(sr, dev_real) if dev_real else set()
-        dev_base = dev_real.rstrip("/").rsplit("/", 1)[-1] if dev_real else None
-        for il in ilines:
-            nm = il.name
-            if (
-                nm.startswith(name + "-")
-                or nm == name
-                or (dev_base and nm.startswith(dev_base + "-"))
-            ):
-                irq_nums.add(il.irq)
         irqs: list[Irq] = []
-        for n in sorted(irq_nums):
+        for n in interface_irqs(sr, name, ilines):
             il_opt = by_irq.get(n)
             aff = sr.read_cpu_list(f"/proc/irq/{n}/smp_affinity_list")
             irqs.append(
@@ -95,6 +98,10 @@ def collect_network(sr: Sysroot) -> NetworkFacts:
                     count=sum(il_opt.counts) if il_opt else None,
                 )
             )
+        # a virtio NIC's device is the virtio one: its PCI parent has the node
+        node = sr.read_int(f"{base}/device/numa_node")
+        if not node.known and dev_real:
+            node = sr.read_int(dev_real.rstrip("/").rsplit("/", 1)[0] + "/numa_node")
         mtu = sr.read_int(f"{base}/mtu")
         speed = sr.read_int(f"{base}/speed")
         oper = sr.read_line(f"{base}/operstate")
@@ -108,6 +115,7 @@ def collect_network(sr: Sysroot) -> NetworkFacts:
                 rx_queues=rxq or None,
                 tx_queues=txq or None,
                 irqs=irqs,
+                numa_node=node.value if node.known and (node.value or 0) >= 0 else None,
             )
         )
     return NetworkFacts(
@@ -116,12 +124,22 @@ def collect_network(sr: Sysroot) -> NetworkFacts:
     )
 
 
+def irqbalance_pid(sr: Sysroot, pids: list[str] | None = None) -> int | None:
+    """The pid of a running irqbalance, None when none runs (or no process list);
+    ``pids``: the process list when the caller has it."""
+    for p in sr.listdir("/proc") if pids is None else pids:
+        if p.isdigit():
+            comm = sr.read_text(f"/proc/{p}/comm")
+            if comm is not None and comm.strip() == "irqbalance":
+                return int(p)
+    return None
+
+
 def _irqbalance(sr: Sysroot) -> Fact[bool]:
     pids = [p for p in sr.listdir("/proc") if p.isdigit()]
     if not pids:
         return unknown("no process list under /proc", "/proc/*/comm")
-    for p in pids:
-        comm = sr.read_text(f"/proc/{p}/comm")
-        if comm is not None and comm.strip() == "irqbalance":
-            return known(True, f"/proc/{p}/comm")
+    pid = irqbalance_pid(sr, pids)
+    if pid is not None:
+        return known(True, f"/proc/{pid}/comm")
     return known(False, "/proc/*/comm")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from myaccel.facts.sysroot import format_cpu_list, parse_cpu_list
+from myaccel.model import NetInterface
 from myaccel.rules.base import RuleContext, Skip, recommend, rule
 from myaccel.rules.conditions import managed
 from myaccel.rules.model import Recommendation
@@ -270,21 +271,45 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
     return recs
 
 
+# Seed 001 bound the NIC's interrupts on 8-vCPU instances (8c64g): 4 CPUs is the least
+# where one core can be set aside for them and three left to the server.
+IRQ_MIN_CPUS = 4
+
+
+def irq_cores(ctx: RuleContext, nic: NetInterface) -> list[int]:
+    """The cores a NIC's interrupts go to: one per 8 CPUs of the machine, the highest
+    numbered of the NIC's own NUMA node (the kernel puts a device's memory there), or of
+    the whole machine when its node is unknown (a guest's virtio NIC): away from CPU 0,
+    where the kernel's own housekeeping runs, and from the low CPUs a server's threads
+    fill first."""
+    want = max(1, ctx.host_cpus() // 8)
+    pool: list[int] = []
+    for nd in ctx.facts.cpu.numa_nodes.value or []:
+        if nic.numa_node is not None and nd.node == nic.numa_node:
+            pool = parse_cpu_list(nd.cpus)
+    if not pool:
+        pool = list(range(ctx.host_cpus()))
+    return pool[-want:]
+
+
 @rule(
     "nic-irq-affinity",
     "nic",
     "NIC interrupts on fixed cores",
-    "seeds/001 (PolarDB: fewer queues, IRQs bound to fixed cores)",
+    "seeds/001 (PolarDB on 8-vCPU instances: fewer queues, IRQs bound to fixed cores)",
 )
 def irq_affinity(ctx: RuleContext) -> list[Recommendation]:
-    """On many-core machines, NIC queue interrupts spread by irqbalance land on the cores
-    running server threads; seed 001 used fewer queues and bound their IRQs to fixed
-    cores. Advised on machines with 32+ CPUs."""
-    if ctx.host_cpus() < 32:
-        raise Skip("fewer than 32 CPUs: IRQ placement makes no measurable difference")
+    """NIC queue interrupts spread over every core (by the kernel or irqbalance) preempt
+    the server's threads wherever they run; seed 001 coalesced them on fewer queues and
+    bound them to fixed cores. Applied through /proc/irq/N/smp_affinity_list (runtime
+    only: the kernel resets it at boot) when irqbalance does not run; with irqbalance it is
+    advice, since irqbalance would move them back."""
+    if ctx.host_cpus() < IRQ_MIN_CPUS:
+        raise Skip(f"fewer than {IRQ_MIN_CPUS} CPUs: no core to set aside for interrupts")
     ifs = [i for i in ctx.facts.network.interfaces.value or [] if i.name != "lo" and i.irqs]
     if not ifs:
         raise Skip("no NIC with queue IRQs found")
+    balancing = bool(ctx.facts.network.irqbalance_running.value)
     recs = []
     for i in ifs:
         spread = {q.affinity for q in i.irqs}
@@ -292,25 +317,40 @@ def irq_affinity(ctx: RuleContext) -> list[Recommendation]:
         for q in i.irqs:
             cpus.update(parse_cpu_list(q.affinity or ""))
         queues = i.rx_queues or len(i.irqs)
-        want_q = max(2, ctx.host_cpus() // 8)
+        cores = format_cpu_list(irq_cores(ctx, i))
+        where = f"node {i.numa_node}" if i.numa_node is not None else "the machine (node unknown)"
         recs.append(
             recommend(
                 ctx,
                 id=f"nic-irq-affinity-{i.name}",
-                title=f"{i.name}: {min(queues, want_q)} queues on dedicated cores",
+                title=f"{i.name}: its {len(i.irqs)} interrupts on CPU {cores}",
                 target=f"irq:{i.name}",
-                current=f"{queues} queues, IRQs on {len(cpus)} CPUs, irqbalance {'on' if ctx.facts.network.irqbalance_running.value else 'off'}",
-                proposed=f"{min(queues, want_q)} queues, one IRQ per dedicated core of the NIC's node, irqbalance off",
-                rationale="interrupts stop preempting server threads and coalesce better",
+                current=format_cpu_list(sorted(cpus)) if cpus else None,
+                proposed=cores,
+                rationale=(
+                    f"interrupts stop preempting server threads and coalesce better; CPU "
+                    f"{cores}: the last of {where}, one core per 8 CPUs"
+                    + (
+                        f"; {queues} queues: fewer (ethtool -L {i.name} combined N) coalesce more"
+                        if queues > 2
+                        else ""
+                    )
+                ),
                 evidence={
                     "network.irqs": str(len(i.irqs)),
                     "affinities": ",".join(sorted(a or "?" for a in spread))[:200],
+                    "irqbalance": "running" if balancing else "not running",
                 },
                 expected_effect="lower tail latency and a few % throughput at high QPS",
                 effect_source="seeds/001",
                 risk="online",
-                action="advisory",
-                verify="/proc/interrupts counts grow only on the chosen cores",
+                action="advisory" if balancing else "apply",
+                verify=(
+                    "stop irqbalance (systemctl disable --now irqbalance), then plan again"
+                    if balancing
+                    else f"/proc/irq/N/smp_affinity_list of {i.name}'s IRQs reads {cores}; "
+                    "/proc/interrupts counts grow only there (runtime only: apply after a boot)"
+                ),
                 confidence="low",
             )
         )

@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pymysql
-import pymysql.cursors
+from typing import TYPE_CHECKING, Any
 
 from myaccel.errors import ConnectionFailed, UsageError
 from myaccel.server.optionfile import OptionFile, read_option_file
+
+if TYPE_CHECKING:  # pymysql is imported by connect(): the CLI's options need none of it
+    import pymysql.connections
 
 CLIENT_GROUPS = ["client", "client-server", "client-mariadb", "mysql"]
 DEFAULT_SOCKETS = ("/run/mysqld/mysqld.sock", "/var/run/mysqld/mysqld.sock", "/tmp/mysql.sock")
@@ -101,6 +101,8 @@ def resolve(opts: ConnectionOptions) -> ConnectParams:
 
 def connect(params: ConnectParams) -> pymysql.connections.Connection[Any]:
     """Open a connection; every failure becomes a ``ConnectionFailed`` with a hint."""
+    import pymysql
+
     try:
         return pymysql.connect(
             host=params.host or "localhost",

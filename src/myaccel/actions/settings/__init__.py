@@ -11,6 +11,8 @@ A target is a URI (DESIGN habit 10)::
     systemd:mariadb.service/NUMAPolicy               /etc/systemd/system/<unit>.d/99-myaccel.conf
                                                      ("server" as the unit: the server's unit)
     sandbox:accelerate/basedir                       the sandbox's state.json: the build it runs
+    irq:eth1                                         /proc/irq/N/smp_affinity_list of the NIC's
+                                                     IRQs (runtime only)
 
 Every setting works under a root directory (``/`` on a real machine, a copy of a fixture
 sysroot in tests). Writes go only to the target itself or to a file myaccel owns (a name
@@ -18,9 +20,10 @@ with ``myaccel``, a header saying so); a user's own files are never edited.
 
 One module a family, all on the protocol in ``base`` (``Setting``): ``kernel`` (sysctl,
 sysfs, debugfs), ``whole_file`` (file), ``mycnf`` (option file), ``systemd`` (drop-in),
-``mysql`` (server variables), ``sandbox`` (a sandbox's binary), ``server_binary`` (the
-server binary a systemd unit runs: an ``ExecStart`` override, ``zz-myaccel-binary.conf``);
-``registry`` turns a URI or a journal entry into a setting.
+``mysql`` (server variables), ``irq`` (a NIC's interrupts), ``sandbox`` (a sandbox's
+binary), ``server_binary`` (the server binary a systemd unit runs: an ``ExecStart``
+override, ``zz-myaccel-binary.conf``); ``registry`` turns a URI or a journal entry into a
+setting.
 """
 
 from myaccel.actions.settings.base import (

@@ -128,6 +128,12 @@ class Setting(ABC):
         myaccel regenerates carries it (what a dry run predicts the text of)."""
         return None
 
+    @property
+    def survives_reboot(self) -> bool:
+        """Whether the applied value is still in effect after the machine boots again (a
+        file carries it); False for runtime-only kernel values."""
+        return True
+
     def spec(self) -> dict[str, Any]:
         """JSON-safe constructor parameters (see ``setting_from_spec``)."""
         return {

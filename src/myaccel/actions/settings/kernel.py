@@ -59,6 +59,10 @@ class KernelValueSetting(RootedSetting):
     def managed_entry(self) -> tuple[ManagedFile, str, str] | None:
         return (self._managed(), "", self.managed_key) if self.persist else None
 
+    @property
+    def survives_reboot(self) -> bool:
+        return self.persist
+
     def read(self) -> str | None:
         return read_kernel_value(self.root, self.logical)
 

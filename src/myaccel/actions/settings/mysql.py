@@ -56,6 +56,11 @@ class ServerVariableSetting(Setting):
     kind = "mysql"
     spec_fields = ("name", "persist")
 
+    @property
+    def survives_reboot(self) -> bool:
+        """SET GLOBAL lasts until the server stops; SET PERSIST is read at its start."""
+        return self.persist
+
     def __init__(
         self,
         name: str,

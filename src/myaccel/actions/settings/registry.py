@@ -10,6 +10,7 @@ from typing import Any
 
 from myaccel.actions.files import host_path
 from myaccel.actions.settings.base import Connect, Runner, Setting
+from myaccel.actions.settings.irq import IrqAffinitySetting
 from myaccel.actions.settings.kernel import (
     GLOB_CHARS,
     DebugfsSetting,
@@ -40,8 +41,9 @@ SCHEMES = (
     "pfs-consumer",
     "sandbox",
     "systemd-binary",
+    "irq",
 )
-ADVISORY_SCHEMES = ("advice", "build", "irq", "hardware", "bios")
+ADVISORY_SCHEMES = ("advice", "build", "hardware", "bios")
 
 
 def _split_scheme(target: str) -> tuple[str, str]:
@@ -88,6 +90,8 @@ def setting_for(
         return SysfsSetting(rest, root=root, persist=persist)
     if scheme == "debugfs":
         return DebugfsSetting(rest, root=root)
+    if scheme == "irq":
+        return IrqAffinitySetting(rest, root=root)
     if scheme == "file":
         return FileSetting(rest, root=root)
     if scheme == "mycnf":
@@ -187,6 +191,7 @@ _KINDS: dict[str, type[Setting]] = {
     "pfs-consumer": ConsumerSetting,
     "sandbox": SandboxBasedirSetting,
     "systemd-binary": ServerBinarySetting,
+    "irq": IrqAffinitySetting,
 }
 
 
@@ -210,6 +215,8 @@ def setting_from_spec(
             return SysfsSetting(spec["path"], root=spec["root"], persist=bool(spec["persist"]))
         if kind == "debugfs":
             return DebugfsSetting(spec["path"], root=spec["root"], persist=bool(spec["persist"]))
+        if kind == "irq":
+            return IrqAffinitySetting(spec["interface"], root=spec["root"])
         if kind == "file":
             return FileSetting(spec["path"], root=spec["root"], mode=int(spec["mode"]))
         if kind == "mycnf":

@@ -42,14 +42,18 @@ def cgroup_unit(cgroup_text: str) -> tuple[str, str] | None:
     return None
 
 
-def main_pid_unit(pid: int, proc_root: Path = Path("/proc")) -> str | None:
+def main_pid_unit(pid: int, root: Path = Path("/")) -> str | None:
     """The systemd service whose main process is ``pid`` (its cgroup names the unit and
     ``systemctl show -P MainPID`` agrees: a server started by hand from another service's
-    shell is not that service's), on a host systemd runs; else None."""
-    if not systemd_booted():
+    shell is not that service's), on a host systemd runs; else None. ``root``: the sysroot
+    of ``/proc`` and ``/run/systemd`` (a fixture tree in tests).
+
+    How ``myaccel apply`` (``actions.session.derive_unit``) and the clone preflight
+    (``clone.preflight.detect_restart``) both find the unit that restarts a server."""
+    if not systemd_booted(root):
         return None
     try:
-        found = cgroup_unit((proc_root / str(pid) / "cgroup").read_text())
+        found = cgroup_unit(host_path(root, f"/proc/{pid}/cgroup").read_text())
     except OSError:
         return None
     if found is None:
@@ -58,9 +62,10 @@ def main_pid_unit(pid: int, proc_root: Path = Path("/proc")) -> str | None:
     return found[0] if r.returncode == 0 and r.stdout.strip() == str(pid) else None
 
 
-def systemd_booted() -> bool:
-    """Whether this host runs systemd as its init (sd_booted(3)'s test)."""
-    return Path("/run/systemd/system").is_dir()
+def systemd_booted(root: Path = Path("/")) -> bool:
+    """Whether this host (the one under ``root``) runs systemd as its init (sd_booted(3)'s
+    test)."""
+    return host_path(root, "/run/systemd/system").is_dir()
 
 
 def same_value(key: str, shown: str, written: str) -> bool:
