@@ -118,6 +118,27 @@ def test_rewrite_paths_owned_and_forbidden(tmp_path: Path) -> None:
     assert rewrite_option("ssl_ca", "/etc/mysql/ca.pem", src, t).value == "/etc/mysql/ca.pem"
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("daemonize", None),
+        ("daemonize", "ON"),
+        ("loose-daemonize", None),
+        ("initialize", None),
+        ("validate-config", None),
+        ("console", None),
+    ],
+)
+def test_process_control_options_are_not_copied(
+    tmp_path: Path, key: str, value: str | None
+) -> None:
+    """A MySQL started with ``mysqld --daemonize``: the clone's server must not fork away
+    from the sandbox that watches it."""
+    out = rewrite_option(key, value, _source(tmp_path), _target(tmp_path))
+    assert not out.keep and out.rewrite is not None
+    assert "how the source's process was started" in out.rewrite.reason
+
+
 def test_memory_scaled_to_the_budget(tmp_path: Path) -> None:
     variables = {"innodb_buffer_pool_size": str(8 * GIB), "key_buffer_size": str(GIB)}
     out = scale_memory([], variables, 3 * GIB)
