@@ -184,6 +184,20 @@ def test_accelerate_refuses_each_missing_privilege_first(
     assert grant in hint, hint
 
 
+def test_accelerate_without_disk_for_the_clone_is_refused_first(
+    home: Path, src: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Too little disk for the clone (the margin raised past any disk): refused with exit
+    8 in the preflight, before the clone, the plan's results or the A/B."""
+    import importlib
+
+    pf = importlib.import_module("myaccel.clone.preflight")
+    monkeypatch.setattr(pf, "COPY_MARGIN_BYTES", 1 << 60)
+    args = ["accelerate", *socket_args(src), "--restart-command", "/bin/true", "--runs", "1"]
+    hint = refused(home, src, args, ExitCode.IO_ERROR, "not enough disk for the clone")
+    assert "MYACCEL_HOME" in hint
+
+
 def test_tune_refuses_a_dataset_mismatch_before_restarting(home: Path, src: Sandbox) -> None:
     refused(
         home,
