@@ -50,7 +50,7 @@ from myaccel.bench.compare import Comparison
 from myaccel.bench.runner import DB, ROW_BYTES
 from myaccel.clone import CloneRequest, RestartMethod, make_clone, preflight
 from myaccel.clone.errors import MissingPrivileges, NoDiskForCopy
-from myaccel.clone.preflight import disk_for_ab, redo_bytes
+from myaccel.clone.preflight import DiskCheck, disk_for_ab, redo_bytes
 from myaccel.clone.source import SourceServer, read_source
 from myaccel.errors import UsageError
 from myaccel.model import Facts
@@ -141,7 +141,7 @@ _REDO_KNOBS = ("innodb_redo_log_capacity", "innodb_log_file_size")
 
 def check_ab_disk(
     src: SourceServer, pc: PlannedChanges, *, arms: int, dataset_bytes: int = 0
-) -> None:
+) -> DiskCheck:
     """Before the clone: room for it and for its A/B, whose snapshots carry each arm's
     redo log written out (the plan's may be far larger than the server's)."""
     now = redo_bytes(src.variables)
@@ -163,6 +163,7 @@ def check_ab_disk(
         raise NoDiskForCopy(
             f"not enough disk for the clone's A/B: {check.describe()}", hint=DISK_HINT
         )
+    return check
 
 
 def run_on_server(
@@ -210,7 +211,10 @@ def run_on_server(
         )
     dataset = 0 if req.workload is not None else req.profile.tables * req.profile.table_size
     # before anything is written
-    check_ab_disk(src, pc, arms=3 if build is not None else 2, dataset_bytes=dataset * ROW_BYTES)
+    disk = check_ab_disk(
+        src, pc, arms=3 if build is not None else 2, dataset_bytes=dataset * ROW_BYTES
+    )
+    progress.note(f"disk: {disk.describe()}")
     out = save_facts_and_plan(req, facts, plan)
     if not server.startable():
         progress.note(
