@@ -2,7 +2,8 @@
 it is off): the log goes to a private file for the window (``general_log_file``,
 ``log_output`` with FILE, ``general_log`` ON, each journaled and put back after), then the
 file is parsed. The log has no latency and a timestamp per second only; it needs the
-server on this host (the file is read here) running as a user who can write it."""
+server on this host (the file is read here); ``logdir`` makes the file where the server's
+user writes it."""
 
 from __future__ import annotations
 
@@ -10,13 +11,11 @@ import contextlib
 import datetime as dt
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from myaccel.capture.assemble import Event
 from myaccel.capture.source import Conn, Ours, SourceName
-from myaccel.paths import myaccel_home
 
 # "261125  4:49:09\t     7 Query\tSELECT ..." or "\t\t     7 Query\tSELECT ..."
 _ENTRY = re.compile(
@@ -94,16 +93,16 @@ def parse_general_log(
 class GeneralLogSource:
     name: SourceName = "general_log"
 
-    def __init__(self, ours: Ours, log_output: str) -> None:
+    def __init__(self, ours: Ours, log_output: str, path: Path) -> None:
+        """``path``: the empty log file made for the server's user (``logdir.prepare``),
+        in a directory of its own that ``cleanup`` removes."""
         self.ours = ours
         self.notes: list[str] = [
             "the general log has no latency; times have a 1 s resolution (a timed replay "
             "spreads a connection's statements of one second evenly within it)"
         ]
-        base = myaccel_home() / "capture"
-        base.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.dir = Path(tempfile.mkdtemp(prefix="general-log-", dir=base))  # 0700
-        self.path = self.dir / "general.log"
+        self.dir = path.parent
+        self.path = path
         self.log_output = log_output_with_file(log_output)
         self.schemas: dict[int, str] = {}
 
