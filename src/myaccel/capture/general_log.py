@@ -17,9 +17,13 @@ from pathlib import Path
 from myaccel.capture.assemble import Event
 from myaccel.capture.source import Conn, Ours, SourceName
 
-# "261125  4:49:09\t     7 Query\tSELECT ..." or "\t\t     7 Query\tSELECT ..."
+# MariaDB: "261125  4:49:09\t     7 Query\tSELECT ..." or "\t\t     7 Query\tSELECT ...";
+# MySQL (every entry stamped, ISO 8601 to the microsecond, log_timestamps UTC or SYSTEM):
+# "2026-11-28T04:07:51.412345Z\t   10 Query\tSELECT ..."
 _ENTRY = re.compile(
-    r"^(?:(\d{6}\s+\d{1,2}:\d{2}:\d{2})\t|\t\t)\s*(\d+) ([A-Za-z][A-Za-z _]*?)\t(.*)$"
+    r"^(?:(\d{6}\s+\d{1,2}:\d{2}:\d{2})\t"
+    r"|(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s"
+    r"|\t\t)\s*(\d+) ([A-Za-z][A-Za-z _]*?)\t(.*)$"
 )
 _CONNECT = re.compile(r"^(\S+?)@\S* on (\S*) ")
 _USE = re.compile(r"^\s*use\s+`?([^`;\s]+)`?\s*;?\s*$", re.IGNORECASE)
@@ -37,6 +41,10 @@ def _stamp(text: str) -> float:
     return dt.datetime.strptime(" ".join(text.split()), "%y%m%d %H:%M:%S").timestamp()
 
 
+def _iso_stamp(text: str) -> float:
+    return dt.datetime.fromisoformat(text).timestamp()
+
+
 def read_entries(lines: Iterable[str]) -> Iterator[tuple[float | None, int, str, str]]:
     """(timestamp or None, connection id, command, argument) per entry; a statement that
     spans lines is joined back."""
@@ -50,7 +58,8 @@ def read_entries(lines: Iterable[str]) -> Iterator[tuple[float | None, int, str,
             continue
         if cur is not None:
             yield cur[0], cur[1], cur[2], cur[3]  # type: ignore[misc]
-        cur = [_stamp(m.group(1)) if m.group(1) else None, int(m.group(2)), m.group(3), m.group(4)]
+        stamp = _stamp(m.group(1)) if m.group(1) else _iso_stamp(m.group(2)) if m.group(2) else None
+        cur = [stamp, int(m.group(3)), m.group(4), m.group(5)]
     if cur is not None:
         yield cur[0], cur[1], cur[2], cur[3]  # type: ignore[misc]
 
