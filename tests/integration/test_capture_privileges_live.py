@@ -28,6 +28,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -427,7 +428,7 @@ def test_stock_mariadb_as_mysql_user(stock: Server, tmp_path: Path) -> None:
     server's user (0700, the file 0600, both its own), seen while the capture runs, and
     is gone after."""
     mysql_user = pwd.getpwnam("mysql")
-    assert stat.S_IMODE(os.stat(stock.admin.socket or "").st_mode) and os.geteuid() == 0
+    assert os.geteuid() == 0
     shared = Path(tempfile.gettempdir()) / "myaccel-capture"
     seen: dict[str, tuple[int, int, int, int]] = {}
     done = threading.Event()
@@ -461,3 +462,57 @@ def test_stock_mariadb_as_mysql_user(stock: Server, tmp_path: Path) -> None:
         assert seen[name] == (mysql_user.pw_uid, 0o700, mysql_user.pw_uid, 0o600), seen[name]
         assert not (shared / name).exists()
     _refusals(stock, "general_log")
+
+
+DROP_ROOT = """
+import os, sys
+import pwd, click, pymysql, pymysql.connections, encodings.idna
+import myaccel.cli.main, myaccel.cli.capture, myaccel.capture.session, myaccel.artifacts
+import myaccel.outdir, myaccel.actions.target, myaccel.bench.workload
+pwd.getpwuid(os.stat(sys.argv[1]).st_uid)
+os.setgroups([])
+os.setgid(65534)
+os.setuid(65534)  # nobody: neither root nor the server's user
+sys.argv = ["myaccel", *sys.argv[2:]]
+myaccel.cli.main.cli()
+"""
+
+
+def test_stock_mariadb_refused_to_another_user(stock: Server) -> None:
+    """myaccel run as nobody (a child that drops root once its modules are loaded: the
+    interpreter lives under /root), the server as mysql: no directory both may use, so the
+    general log is refused before anything is switched (exit 8, one line, a hint)."""
+    stock.account([*DOCS[("general_log", "mariadb")], SCHEMA_GRANT])
+    home = Path(tempfile.mkdtemp(prefix="myaccel-nobody-", dir="/tmp"))
+    os.chown(home, 65534, 65534)
+    before = stock.settings()
+    try:
+        env = {**os.environ, "HOME": str(home), "MYACCEL_HOME": str(home)}
+        env["PYTHONPATH"] = str(Path(__file__).parents[2] / "src")
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                DROP_ROOT,
+                stock.admin.socket or "",
+                "capture",
+                *stock.cli_target,
+                *("--user", USER, "--password", PASSWORD, *WINDOW, "--out", str(home / "w.json")),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        print(r.stderr)
+        assert r.returncode == 8, (r.returncode, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert lines[0].startswith("error: the server runs as mysql (uid "), lines
+        assert "cannot write the general log" in lines[0]
+        assert lines[1].startswith("hint: run myaccel capture as root or as mysql"), lines
+        assert len(lines) == 2
+        assert stock.settings() == before
+        assert list(home.iterdir()) == []  # no journal, no directory, no file
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

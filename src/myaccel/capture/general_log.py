@@ -25,6 +25,7 @@ _ENTRY = re.compile(
     r"|(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s"
     r"|\t\t)\s*(\d+) ([A-Za-z][A-Za-z _]*?)\t(.*)$"
 )
+_ISO_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+")
 _CONNECT = re.compile(r"^(\S+?)@\S* on (\S*) ")
 _USE = re.compile(r"^\s*use\s+`?([^`;\s]+)`?\s*;?\s*$", re.IGNORECASE)
 STATEMENT_COMMANDS = ("Query", "Execute")
@@ -139,7 +140,10 @@ class GeneralLogSource:
         with self.path.open("rb") as fh:
             data = fh.read(self.path.stat().st_size)
         lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
-        return parse_general_log(lines, self.ours.connection_ids, self.schemas)
+        events = parse_general_log(lines, self.ours.connection_ids, self.schemas)
+        if any(_ISO_LINE.match(line) for line in lines[:20]):  # MySQL: to the microsecond
+            self.notes = ["the general log has no latency (each statement's start is stamped)"]
+        return events
 
     def cleanup(self) -> None:
         with contextlib.suppress(OSError):
