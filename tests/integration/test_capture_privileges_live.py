@@ -516,3 +516,60 @@ def test_stock_mariadb_refused_to_another_user(stock: Server) -> None:
         assert list(home.iterdir()) == []  # no journal, no directory, no file
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _killed_capture(sb: Sandbox, s: Server) -> Path:
+    """A capture from the general log killed (SIGKILL) in its window: the log directory
+    it made, still there, and its switches still on."""
+    env = {**os.environ, "MYACCEL_HOME": str(s.home)}
+    env["PYTHONPATH"] = str(Path(__file__).parents[2] / "src")
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "myaccel",
+            "capture",
+            *s.cli_target,
+            *("--user", USER, "--password", PASSWORD, "--duration", "120", "--baseline", "0"),
+            *("--out", str(s.home / "killed.json")),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(240):
+            dirs = list((s.home / "capture").glob(f"general-log-{child.pid}-*"))
+            if dirs and str(sb.query("SELECT @@general_log")[0][0]) == "1":
+                break
+            time.sleep(0.25)
+        else:
+            pytest.fail("the capture did not switch the general log on")
+    finally:
+        child.kill()
+        child.wait(30)
+    assert dirs[0].is_dir()
+    return dirs[0]
+
+
+def test_killed_capture_cleaned_by_rollback(maria: tuple[Sandbox, Server]) -> None:
+    """SIGKILL in the window: `myaccel rollback` switches the log back and removes its
+    directory; so does the next command's repair of orphaned journals."""
+    sb, s = maria
+    _pfs(sb, False)
+    s.account([*DOCS[("general_log", "mariadb")], SCHEMA_GRANT])
+    before = s.settings()
+    left = _killed_capture(sb, s)
+    code, out, err = s.run("rollback")
+    print(out, err)
+    assert code == 0, err
+    assert "reverted mysql:general_log" in out
+    assert f"removed the general log directory {left}" in err
+    assert not left.exists() and s.settings() == before
+    # the next command (any: here `sandbox list`) repairs an orphaned journal itself
+    left = _killed_capture(sb, s)
+    code, out, err = s.run("sandbox", "list")
+    print(out, err)
+    assert code == 0, err
+    assert "was killed and left" in err
+    assert not left.exists() and s.settings() == before

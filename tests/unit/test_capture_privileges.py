@@ -206,3 +206,25 @@ def test_empty_capture_says_why() -> None:
     lost = _nothing_captured(src, _Window([], [], 2.0, questions=1030, ours_statements=30))
     assert "counted 1,000 of other clients" in lost.message
     assert "setup_instruments" in lost.hint
+
+
+def test_rollback_removes_only_a_dead_captures_own_dir(tmp_path: Path) -> None:
+    dead, live = 999_999_999, os.getpid()
+    home_dir = tmp_path / "capture" / f"general-log-{dead}-abc"
+    shared_dir = tmp_path / "myaccel-capture" / f"general-log-{dead}-def"
+    running = tmp_path / "capture" / f"general-log-{live}-ghi"
+    elsewhere = tmp_path / "logs" / f"general-log-{dead}-jkl"
+    for d in (home_dir, shared_dir, running, elsewhere):
+        d.mkdir(parents=True)
+    entries = [
+        ("mysql:general_log", "ON"),
+        *(("mysql:general_log_file", str(d / "general.log")) for d in (home_dir, shared_dir)),
+        ("mysql:general_log_file", str(running / "general.log")),
+        ("mysql:general_log_file", str(elsewhere / "general.log")),
+        ("mysql:general_log_file", "/var/lib/mysql/host.log"),
+    ]
+    assert logdir.left_by(entries) == [home_dir, shared_dir]
+    said: list[str] = []
+    logdir.remove_left(entries, said.append)
+    assert not home_dir.exists() and not shared_dir.exists()
+    assert running.exists() and elsewhere.exists() and len(said) == 2

@@ -14,8 +14,9 @@ first (its process, from ``@@pid_file`` and ``/proc``; else the owner of its dat
 - otherwise no one but root could make such a directory: refused before any switch.
 
 Each directory is named after the capture's pid (``general-log-PID-XXXX``): the capture
-removes it at its end (also on an error); one left by a killed capture is removed by the
-next capture (its pid is gone)."""
+removes it at its end (also on an error); one left by a killed capture is removed when
+its journal is rolled back (``myaccel rollback``, or the next command's repair of orphaned
+journals: ``remove_left``), else by the next capture (its pid is gone)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,3 +193,28 @@ def prepare(pid_file: str, datadir: str) -> Path:
     server = find_server_user(pid_file, datadir)
     plan = plan_log_dir(server, os.geteuid(), myaccel_home(), Path(tempfile.gettempdir()))
     return make_log_dir(plan, server)
+
+
+def left_by(entries: Iterable[tuple[str, str]]) -> list[Path]:
+    """The log directories a capture's journal names (its ``mysql:general_log_file``
+    entries: target, new value) that are still there and whose capture is gone: what a
+    rollback of a killed capture removes. Only a directory myaccel makes qualifies
+    (``general-log-PID-...`` in ``capture`` or ``myaccel-capture``, not a symlink)."""
+    out = []
+    for target, value in entries:
+        if target != "mysql:general_log_file" or not value:
+            continue
+        d = Path(value).parent
+        m = _DIR_RE.match(d.name)
+        if m is None or d.parent.name not in ("capture", SHARED_NAME):
+            continue
+        if d.is_dir() and not d.is_symlink() and not _pid_alive(int(m.group(1))):
+            out.append(d)
+    return out
+
+
+def remove_left(entries: Iterable[tuple[str, str]], note: Callable[[str], None]) -> None:
+    """Remove what ``left_by`` finds (after the switches are back), saying so."""
+    for d in left_by(entries):
+        shutil.rmtree(d, ignore_errors=True)
+        note(f"removed the general log directory {d} of a killed capture")
