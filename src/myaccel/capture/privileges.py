@@ -22,14 +22,15 @@ import pymysql
 
 from myaccel.capture.source import SourceName
 from myaccel.clone.errors import MissingPrivileges
-from myaccel.server.privileges import AccountPrivileges, Need, grant_statements, read_privileges
+from myaccel.server.privileges import (
+    SET_GLOBAL,
+    AccountPrivileges,
+    Need,
+    grant_statements,
+    read_privileges,
+)
 
 PFS = "performance_schema"
-SET_GLOBAL = {
-    "mysql": "SYSTEM_VARIABLES_ADMIN",
-    "percona": "SYSTEM_VARIABLES_ADMIN",
-    "mariadb": "SUPER",
-}
 
 
 def needed(source: SourceName, flavor: str | None) -> list[Need]:

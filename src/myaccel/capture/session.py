@@ -38,7 +38,7 @@ SourceChoice = Literal["auto", "performance_schema", "general_log"]
 
 @dataclass(frozen=True)
 class CaptureRequest:
-    target: ConnectParams  # a user allowed SET GLOBAL / UPDATE performance_schema
+    target: ConnectParams  # an account with the privileges of capture.privileges
     duration_s: float
     redact: bool = False
     source: SourceChoice = "auto"

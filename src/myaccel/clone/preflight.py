@@ -35,7 +35,7 @@ from myaccel.clone.errors import CloneError, MissingPrivileges, NoDiskForCopy
 from myaccel.clone.source import SourceServer
 from myaccel.errors import MyaccelError
 from myaccel.server.connection import connect
-from myaccel.server.privileges import ALIASES, read_privileges
+from myaccel.server.privileges import ALIASES, SET_GLOBAL, read_privileges
 from myaccel.server.sandbox.layout import sandboxes_root
 from myaccel.units import format_bytes
 
@@ -46,8 +46,6 @@ COPY_OVERHEAD = 1.2
 COPY_MARGIN_BYTES = 256 * 1024 * 1024
 # never fill the file system beyond this share
 KEEP_FREE_SHARE = 0.05
-# SET GLOBAL on a variable (MySQL >= 8: SYSTEM_VARIABLES_ADMIN; MariaDB and older: SUPER)
-_APPLY_PRIVILEGES = {"mysql": ("SYSTEM_VARIABLES_ADMIN",), "mariadb": ("SUPER",)}
 
 
 @dataclass(frozen=True)
@@ -153,7 +151,7 @@ def global_privileges(conn: pymysql.connections.Connection[Any]) -> set[str]:
 
 def needed_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
     if purpose == "apply":
-        return list(_APPLY_PRIVILEGES.get(src.adapter.name, ()))
+        return [SET_GLOBAL[src.adapter.name]] if src.adapter.name in SET_GLOBAL else []
     needed = list(src.adapter.hot_copy_privileges)
     if src.adapter.hot_copy == "clone-plugin" and src.clone_plugin != "ACTIVE":
         needed += ["INSERT", "DELETE"]  # INSTALL / UNINSTALL PLUGIN (mysql.plugin)

@@ -27,6 +27,14 @@ ALIASES: dict[str, frozenset[str]] = {
 }
 
 
+# SET GLOBAL on a variable (MySQL >= 8: SYSTEM_VARIABLES_ADMIN; MariaDB: SUPER), per flavor
+SET_GLOBAL = {
+    "mysql": "SYSTEM_VARIABLES_ADMIN",
+    "percona": "SYSTEM_VARIABLES_ADMIN",
+    "mariadb": "SUPER",
+}
+
+
 @dataclass(frozen=True)
 class Need:
     """A privilege on ``*.*`` (``schema`` None), on ``schema.*`` or on ``schema.table``."""
