@@ -34,7 +34,8 @@ from myaccel.actions.target import (
 from myaccel.clone.errors import CloneError, MissingPrivileges, NoDiskForCopy
 from myaccel.clone.source import SourceServer
 from myaccel.errors import MyaccelError
-from myaccel.server.connection import connect, query_rows
+from myaccel.server.connection import connect
+from myaccel.server.privileges import ALIASES, SET_GLOBAL, read_privileges
 from myaccel.server.sandbox.layout import sandboxes_root
 from myaccel.units import format_bytes
 
@@ -45,8 +46,6 @@ COPY_OVERHEAD = 1.2
 COPY_MARGIN_BYTES = 256 * 1024 * 1024
 # never fill the file system beyond this share
 KEEP_FREE_SHARE = 0.05
-# SET GLOBAL on a variable (MySQL >= 8: SYSTEM_VARIABLES_ADMIN; MariaDB and older: SUPER)
-_APPLY_PRIVILEGES = {"mysql": ("SYSTEM_VARIABLES_ADMIN",), "mariadb": ("SUPER",)}
 
 
 @dataclass(frozen=True)
@@ -141,35 +140,18 @@ def detect_restart(
     )
 
 
-_GRANTEE = (
-    "GRANTEE = CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
-    "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
-)
-
-
 def global_privileges(conn: pymysql.connections.Connection[Any]) -> set[str]:
-    """The global privileges of the connected account (``information_schema``), with
+    """The global privileges of the connected account (``server.privileges``), with
     INSERT/DELETE granted on ``mysql`` or ``mysql.plugin`` counted too (all that
     INSTALL/UNINSTALL PLUGIN need)."""
-    have = {
-        str(r[0]).upper()
-        for r in query_rows(
-            conn, f"SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE {_GRANTEE}"
-        )
-    }
-    on_plugins = query_rows(
-        conn,
-        "SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE "
-        f"TABLE_SCHEMA = 'mysql' AND {_GRANTEE} UNION SELECT PRIVILEGE_TYPE FROM "
-        "information_schema.TABLE_PRIVILEGES WHERE TABLE_SCHEMA = 'mysql' AND "
-        f"TABLE_NAME = 'plugin' AND {_GRANTEE}",
-    )
-    return have | ({str(r[0]).upper() for r in on_plugins} & {"INSERT", "DELETE"})
+    acc = read_privileges(conn)
+    on_plugins = acc.schemas.get("mysql", set()) | acc.tables.get(("mysql", "plugin"), set())
+    return acc.global_ | (on_plugins & {"INSERT", "DELETE"})
 
 
 def needed_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
     if purpose == "apply":
-        return list(_APPLY_PRIVILEGES.get(src.adapter.name, ()))
+        return [SET_GLOBAL[src.adapter.name]] if src.adapter.name in SET_GLOBAL else []
     needed = list(src.adapter.hot_copy_privileges)
     if src.adapter.hot_copy == "clone-plugin" and src.clone_plugin != "ACTIVE":
         needed += ["INSERT", "DELETE"]  # INSTALL / UNINSTALL PLUGIN (mysql.plugin)
@@ -177,8 +159,7 @@ def needed_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
 
 
 def _satisfied(priv: str, have: set[str]) -> bool:
-    aliases = {"BINLOG MONITOR": {"REPLICATION CLIENT", "SUPER"}}
-    return priv in have or bool(aliases.get(priv, set()) & have)
+    return priv in have or bool(ALIASES.get(priv, frozenset()) & have)
 
 
 # What the live guard reads after an apply where performance_schema is on (the statement
