@@ -34,7 +34,7 @@ from myaccel.actions.target import (
 from myaccel.clone.errors import CloneError, MissingPrivileges, NoDiskForCopy
 from myaccel.clone.source import SourceServer
 from myaccel.errors import MyaccelError
-from myaccel.server.connection import connect
+from myaccel.server.connection import connect, query_rows
 from myaccel.server.privileges import ALIASES, SET_GLOBAL, read_privileges
 from myaccel.server.sandbox.layout import sandboxes_root
 from myaccel.units import format_bytes
