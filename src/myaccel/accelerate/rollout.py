@@ -77,10 +77,10 @@ def guarded_apply(
     if verdict.ok:
         say("guard: no breach, the changes stay (undo with: myaccel rollback)")
         return Rollout(jpath, verdict)
-    say("guard: " + "; ".join(verdict.breaches) + ": rolling back")
+    say("guard: " + verdict.line() + ": rolling back")
     rollback_with_restart(target, jpath, restart=pc.restart_needed, note=say)
     raise GuardrailBreach(
-        "guardrail breach on the live server (" + "; ".join(verdict.breaches)[:300] + "): "
+        "guardrail breach on the live server (" + verdict.line()[:300] + "): "
         "rolled back, it runs on its old configuration again",
         hint=f"the journal {jpath} records what was tried",
     )
