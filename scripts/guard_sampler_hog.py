@@ -7,7 +7,8 @@ Four runs of one window each (1 s intervals): the old sampler (the pre-change lo
 calling thread at its own priority, ``sleep(interval)`` after each sample) and the new one
 (``live.measure_window``: a thread of its own at a raised priority on a monotonic
 schedule), each without and with a hog: ``2 x cores`` busy loops in subprocesses at nice 0
-(the server runs at nice 0 too, as a distribution's server does). Printed per run: the
+(``--hogs N`` for another number; the server runs at nice 0 too, as a distribution's
+server does). Printed per run: the
 intervals' count, their mean and largest length, how late the samples were against the
 schedule (p50, p95, max) and the window's late start. The hog is stopped at once after
 each run."""
@@ -61,11 +62,12 @@ def hog(n: int) -> list[subprocess.Popen[bytes]]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--hogs", type=int, default=0, help="busy loops (default: 2 x cores)")
     args = ap.parse_args()
     sb = Sandbox.init("hogtest", timeout_s=120)
     try:
         params = sb.connect_params()
-        n = 2 * (os.cpu_count() or 1)
+        n = args.hogs or 2 * (os.cpu_count() or 1)
         for load in ("no hog", f"hog: {n} busy loops at nice 0"):
             for which in ("old", "new"):
                 procs = hog(n) if load != "no hog" else []

@@ -280,3 +280,21 @@ def test_clients_disconnecting_are_breaches() -> None:
     ]
     v = judge(before, _w("after", [100.0] * 30, connected=[1] * 30))
     assert v.breaches == ["clients left: Threads_connected fell from 4.0 to 1.0"]
+
+
+def test_the_sampler_says_what_priority_it_got(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not root: no SCHED_RR, no negative nice; it runs at normal priority and says so."""
+    from myaccel.accelerate import live
+
+    def refuse(*a: Any) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(live.os, "sched_setscheduler", refuse)
+    monkeypatch.setattr(live.os, "setpriority", refuse)
+    assert live.raise_priority() == "normal (not permitted to raise it)"
+    w = _w("after", [100.0] * 10)
+    w.priority = live.raise_priority()
+    notes = judge(_w("before", [100.0] * 10), w).notes
+    assert notes[0] == (
+        "the sampler ran at normal (not permitted to raise it): a busy host can hold it up"
+    )
