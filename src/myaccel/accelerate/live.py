@@ -118,14 +118,19 @@ class Window:
     late_start_s: float = 0.0  # first sample after the window was asked for
     priority: str = ""  # what the sampler's thread ran at
 
+    def lengths(self) -> list[float]:
+        """Each interval's length (the nominal one for a window made without them)."""
+        return self.dt if len(self.dt) == len(self.qps) else [self.interval_s] * len(self.qps)
+
     @property
     def rate(self) -> float:
         """Statements per second over the whole window (each interval by its length)."""
-        total = sum(self.dt)
-        return sum(q * d for q, d in zip(self.qps, self.dt, strict=True)) / total if total else 0
+        dts = self.lengths()
+        total = sum(dts)
+        return sum(q * d for q, d in zip(self.qps, dts, strict=True)) / total if total else 0
 
     def late_intervals(self) -> list[float]:
-        return [d for d in self.dt if d > LATE_X * self.interval_s]
+        return [d for d in self.lengths() if d > LATE_X * self.interval_s]
 
     def summary(self) -> dict[str, Any]:
         def stat(xs: list[float]) -> dict[str, float] | None:
@@ -335,7 +340,7 @@ def _runs_below(w: Window, threshold: float) -> list[tuple[int, int, float]]:
         if q < threshold:
             start = i if start is None else start
         elif start is not None:
-            out.append((start, i - 1, sum(w.dt[start:i])))
+            out.append((start, i - 1, sum(w.lengths()[start:i])))
             start = None
     return out
 
@@ -345,7 +350,7 @@ def _burst_after(w: Window, index: int, qb: float, ceiling: float) -> float | No
     ``BURST_WITHIN_S`` from interval ``index`` and is a burst; None without one."""
     best: float | None = None
     elapsed = 0.0
-    for q, d in zip(w.qps[index:], w.dt[index:], strict=True):
+    for q, d in zip(w.qps[index:], w.lengths()[index:], strict=True):
         if elapsed > BURST_WITHIN_S:
             break
         if q > max(BURST_X * qb, BURST_CEILING * ceiling):
@@ -411,7 +416,7 @@ def judge(before: Window, after: Window, problems: list[str] | None = None) -> V
             notes.append(f"the {w.label} window began {w.late_start_s:.1f} s late")
         if late:
             notes.append(
-                f"the {w.label} window's sampler was held up: {len(late)} of {len(w.dt)} "
+                f"the {w.label} window's sampler was held up: {len(late)} of {len(w.qps)} "
                 f"intervals longer than {LATE_X:.0f}x {w.interval_s:g} s, the longest "
                 f"{max(late):.1f} s (their rates are over their real length)"
             )
@@ -433,7 +438,7 @@ def judge(before: Window, after: Window, problems: list[str] | None = None) -> V
         stall = _stall(before, after)
         if stall:
             breaches.append(stall)
-        counting = COUNT_Z * math.sqrt(qb / sum(before.dt) + qa / sum(after.dt))
+        counting = COUNT_Z * math.sqrt(qb / sum(before.lengths()) + qa / sum(after.lengths()))
         allowed = max(
             min(max(NOISE_SD * qb_sd, THROUGHPUT_FLOOR * qb), THROUGHPUT_CAP * qb), counting
         )
