@@ -85,7 +85,7 @@ BURST_WITHIN_S = 15.0
 # an interval longer than LATE_X times the nominal one: the sampler was held up
 LATE_X = 2.0
 # clients that disconnect: aborted connections at least ABORTED_MIN in the after window
-# and ABORTED_X times the before window's rate; Threads_connected (the sampler's own
+# and ABORTED_X times the before window's rate (plus its counting noise); Threads_connected (the sampler's own
 # connection left out) halved and down by at least CONNECTED_MIN
 ABORTED_MIN = 5
 ABORTED_X = 3.0
@@ -478,8 +478,11 @@ def judge(before: Window, after: Window, problems: list[str] | None = None) -> V
 def _clients(before: Window, after: Window) -> list[str]:
     out: list[str] = []
     if before.seconds > 0 and after.seconds > 0:
-        expected = before.aborted / before.seconds * after.seconds
-        if after.aborted >= ABORTED_MIN and after.aborted > ABORTED_X * expected:
+        # the before window's rate, one more counted (none seen is not a rate of zero), and
+        # 4 standard deviations of a Poisson count above ABORTED_X times it
+        expected = (before.aborted + 1) / before.seconds * after.seconds
+        allowed = ABORTED_X * expected + COUNT_Z * math.sqrt(expected + 1)
+        if after.aborted >= ABORTED_MIN and after.aborted > allowed:
             out.append(
                 f"aborted connections: {after.aborted} in the after window against "
                 f"{before.aborted} in the before one ({expected:.1f} expected)"
