@@ -310,3 +310,47 @@ def test_steadily_aborted_connections_give_no_false_alarm(rate: float) -> None:
         a = [int(x) for x in _poisson(rng, rate, 30)]
         v = judge(_w("before", [100.0] * 30, aborted=b), _w("after", [100.0] * 30, aborted=a))
         assert v.ok, v.line()
+
+
+def test_the_sampler_keeps_its_schedule_and_records_a_late_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fake server whose third answer takes 2.5 intervals: the samples after it are back
+    on the schedule (``t0 + k * interval``), the long interval's rate is over its real
+    length, and a window due 0.3 s before it was asked for began 0.3 s late."""
+    import time
+
+    from myaccel.accelerate import live
+
+    interval = 0.05
+    calls = {"status": 0}
+
+    class Conn:
+        def close(self) -> None:
+            pass
+
+    def rows(conn: Any, sql: str) -> list[tuple[Any, ...]]:
+        if "performance_schema" in sql:
+            return [("0",)]
+        calls["status"] += 1
+        if calls["status"] == 3:
+            time.sleep(2.5 * interval)
+        q = 1000 + 11 * calls["status"]  # 10 statements and the sampler's own per sample
+        return [("Questions", q), ("Uptime", 100), ("Threads_connected", 3)]
+
+    monkeypatch.setattr(live, "connect", lambda params: Conn())
+    monkeypatch.setattr(live, "query_rows", rows)
+    w = live.measure_window(
+        None,  # type: ignore[arg-type]
+        "after",
+        20 * interval,
+        interval_s=interval,
+        due=time.monotonic() - 0.3,
+    )
+    assert w.priority  # whatever it got, it says
+    assert 0.3 <= w.late_start_s < 0.3 + 10 * interval
+    assert len(w.late_intervals()) == 1 and w.late_intervals()[0] >= 2.5 * interval
+    # the sample after the late one comes at the next free slot, not an interval later
+    assert sum(w.dt) == pytest.approx(w.seconds) and w.seconds <= 21 * interval
+    long = w.dt.index(max(w.dt))
+    assert w.qps[long] == pytest.approx(10 / w.dt[long])

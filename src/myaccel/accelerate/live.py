@@ -275,11 +275,13 @@ def measure_window(
     *,
     interval_s: float = 1.0,
     stop: Callable[[], bool] | None = None,
+    due: float | None = None,
 ) -> Window:
     """Sample every ``interval_s`` for ``seconds`` from a thread of its own at a raised
     priority; a connection that fails raises ``MyaccelError`` (the caller counts it as a
-    server that is not healthy)."""
-    asked = time.monotonic()
+    server that is not healthy). ``due``: when (``time.monotonic``) the window should have
+    begun, now by default; its first sample's delay from then is its ``late_start_s``."""
+    asked = time.monotonic() if due is None else due
     run = _Run()
     thread = threading.Thread(
         target=_sampler,
@@ -495,9 +497,11 @@ def _clients(before: Window, after: Window) -> list[str]:
     return out
 
 
-def safe_window(params: ConnectParams, label: str, seconds: float) -> tuple[Window, list[str]]:
+def safe_window(
+    params: ConnectParams, label: str, seconds: float, *, due: float | None = None
+) -> tuple[Window, list[str]]:
     """``measure_window``, with a connection failure as a health problem."""
     try:
-        return measure_window(params, label, seconds), []
+        return measure_window(params, label, seconds, due=due), []
     except MyaccelError as exc:
         return Window(label, 0.0), [exc.message]
