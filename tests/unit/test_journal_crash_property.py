@@ -203,7 +203,9 @@ def crasher(monkeypatch: pytest.MonkeyPatch) -> Crasher:
     c = Crasher()
     monkeypatch.setattr(journal_mod, "write_json_durably", c)
     # the rollout's windows of the server's counters and the health checks: no server
-    monkeypatch.setattr(rollout, "safe_window", lambda params, label, s: (Window(label, 0.0), []))
+    monkeypatch.setattr(
+        rollout, "safe_window", lambda params, label, s, due=None: (Window(label, 0.0), [])
+    )
     monkeypatch.setattr(rollout, "health_check", lambda target, expected: [])
     monkeypatch.setattr(protocol, "health_check", lambda target, expected: [])
     return c

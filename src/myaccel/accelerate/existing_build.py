@@ -342,10 +342,10 @@ class ServerBuild:
             say("guard: no breach, the build stays (undo with: myaccel rollback, twice)")
             return jswap, verdict
         self.save(replace(result, swap_journal=jswap), jswap, verdict)
-        say("guard: " + "; ".join(verdict.breaches) + ": rolling back the swap")
+        say("guard: " + verdict.line() + ": rolling back the swap")
         undo(jswap, unit_server, True, say, self.runner)
         raise ApplyError(
-            "guardrail breach after the binary swap (" + "; ".join(verdict.breaches)[:300] + ")",
+            "guardrail breach after the binary swap (" + verdict.line()[:300] + ")",
             hint=f"the journal {jswap} records what was tried",
         )
 

@@ -63,11 +63,15 @@ def guarded_apply(
         facts_digest=plan.facts_digest,
     )
     jpath = Path(res.journal_path or "")
+    # the after window is due now (after the settle): a host too busy to start it on time
+    # makes it late, and the verdict says so
+    due = time.monotonic()
     if pc.restart_needed and settle_s > 0:
         say(f"letting the server warm up for {settle_s:.0f} s")
+        due += settle_s
         time.sleep(settle_s)
     say(f"live server: the after window ({window_s:.0f} s)")
-    after, problems = safe_window(params, "after", window_s)
+    after, problems = safe_window(params, "after", window_s, due=due)
     if not problems:
         problems = health_check(target, pc.server_values)
     verdict = judge(before, after, problems)
@@ -77,10 +81,10 @@ def guarded_apply(
     if verdict.ok:
         say("guard: no breach, the changes stay (undo with: myaccel rollback)")
         return Rollout(jpath, verdict)
-    say("guard: " + "; ".join(verdict.breaches) + ": rolling back")
+    say("guard: " + verdict.line() + ": rolling back")
     rollback_with_restart(target, jpath, restart=pc.restart_needed, note=say)
     raise GuardrailBreach(
-        "guardrail breach on the live server (" + "; ".join(verdict.breaches)[:300] + "): "
+        "guardrail breach on the live server (" + verdict.line()[:300] + "): "
         "rolled back, it runs on its old configuration again",
         hint=f"the journal {jpath} records what was tried",
     )

@@ -331,4 +331,10 @@ def _echo_live(live: dict[str, object], what: str = "") -> None:
             st = w.get(name)
             if isinstance(st, dict):
                 parts.append(f"{name} {st['mean']} +/- {st['sd']} {unit}".rstrip())
+        sampler = w.get("sampler")
+        late = sampler.get("late_start_s") if isinstance(sampler, dict) else None
+        if isinstance(late, (int, float)) and late > 1:
+            parts.append(f"began {late} s late")
         click.echo(", ".join(parts))
+    if isinstance(live.get("verdict"), str):
+        click.echo(f"live {what}verdict: {live['verdict']}")
