@@ -95,11 +95,12 @@ def ab(opts: AbOptions) -> None:
     """
     from myaccel import proc
     from myaccel.bench import ab as ab_domain
+    from myaccel.bench.replay import replay_scripts
     from myaccel.bench.session import check_results_dir
     from myaccel.cli.progress import TerminalProgress
 
     t0 = time.monotonic()
-    with terminate_as_interrupt():
+    with terminate_as_interrupt(), replay_scripts():
         prof, workload = sweep_profile(opts)
         harness = opts.harness_options()
         out = Path(opts.out_dir) if opts.out_dir else None
@@ -131,6 +132,7 @@ def ab(opts: AbOptions) -> None:
                 out_dir=out,
                 candidate_label=opts.candidate_label,
                 workload=workload,
+                replay=opts.replay_record(workload),
             ),
             TerminalProgress(),
         )

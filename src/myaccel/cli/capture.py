@@ -121,18 +121,20 @@ def capture(opts: CaptureOptions) -> None:
     if original is not None:
         from typing import cast
 
+        from myaccel.bench.replay import replay_scripts
         from myaccel.bench.workload import ReplayMode
         from myaccel.capture.check import check_replay
         from myaccel.capture.fidelity import format_fidelity
 
-        result = check_replay(
-            original,
-            req,
-            note,
-            threads=opts.threads,
-            paced=opts.paced,
-            mode=cast(ReplayMode, opts.replay_mode),
-        )
+        with replay_scripts():  # the replay's script is removed with its run
+            result = check_replay(
+                original,
+                req,
+                note,
+                threads=opts.threads,
+                paced=opts.paced,
+                mode=cast(ReplayMode, opts.replay_mode),
+            )
         save(out, result.replayed, private=True)
         click.echo(format_workload(result.replayed))
         click.echo("")
