@@ -115,6 +115,7 @@ class ReplayFlags:
     workload_file: str | None = None
     replay_mode: str = "mix"
     paced: bool = False
+    replay_keys: str = "shift"
 
     def replay(self, prof: Profile, *, threads_given: bool) -> tuple[Profile, Workload | None]:
         """``prof`` replaying the workload file (``--replay-mode``, ``--paced``), or
@@ -131,15 +132,17 @@ class ReplayFlags:
         from myaccel.bench.workload import load_replayable
 
         if self.workload_file is None:
-            if self.paced or self.replay_mode != "mix":
+            if self.paced or self.replay_mode != "mix" or self.replay_keys != "shift":
                 raise UsageError(
-                    "--paced and --replay-mode apply to the replay of a captured workload",
+                    "--paced, --replay-mode and --replay-keys apply to the replay of a captured workload",
                     hint="add --workload-file W.json (a file of `myaccel capture`)",
                 )
             return prof, None
         check_pacing(self.replay_mode, self.paced)
         w = load_replayable(Path(self.workload_file))
-        script = write_replay_script(w, mode=cast(ReplayMode, self.replay_mode))
+        script = write_replay_script(
+            w, mode=cast(ReplayMode, self.replay_mode), shift_keys=self.replay_keys == "shift"
+        )
         rate = captured_rate(w) if self.paced else None
         return replay_profile(prof, w, script, threads_given=threads_given, rate_per_s=rate), w
 
@@ -152,7 +155,8 @@ class ReplayFlags:
 
         if w is None:
             return None
-        return replay_info(w, cast(ReplayMode, self.replay_mode), self.workload_file)
+        info = replay_info(w, cast(ReplayMode, self.replay_mode), self.workload_file)
+        return {**info, "keys": self.replay_keys}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -183,6 +183,8 @@ def format_workload(w: Workload, top: int = 12) -> str:
         f"{c.connections} connection(s), Threads_running mean {tr}",
         f"schemas: {', '.join(s.name for s in w.schemas) or '-'}",
     ]
+    seen = w.observed()
+    lines.append(f"observed concurrency {seen.concurrency} ({seen.basis}): a replay's threads")
     o = w.overhead
     if o is not None and o.qps_before is not None:
         cost = "-" if o.overhead_pct is None else f"{o.overhead_pct:+.1f}%"
