@@ -39,7 +39,8 @@ Kind = Literal["int", "dec", "float", "str", "digits", "date", "datetime", "time
 
 _TOKEN = re.compile(
     r"""
-      (?P<comment>/\*(?![+!]).*?\*/|--[ \t][^\n]*|--$|\#[^\n]*)
+      (?P<hint>/\*\+.*?\*/)
+    | (?P<comment>/\*(?![+!]).*?\*/|--[ \t][^\n]*|--$|\#[^\n]*)
     | (?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
     | (?P<ident>`(?:[^`]|``)*`)
     | (?P<hex>\b0x[0-9a-fA-F]+\b|\b[xX]'[0-9a-fA-F]*')
@@ -81,8 +82,8 @@ def _number(text: str) -> str:
 def _placeholder(m: re.Match[str]) -> str:
     kind, text = m.lastgroup, m.group(0)
     if kind == "comment":
-        return text if text.startswith("/*+") else " "
-    if kind == "ident":
+        return " "
+    if kind in ("ident", "hint"):
         return text
     if kind == "hex":
         digits = text[2:] if text[:2] in ("0x", "0X") else text[2:-1]
