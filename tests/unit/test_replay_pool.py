@@ -59,7 +59,11 @@ def test_open_sessions_are_counted_along_the_window() -> None:
 
 def test_observed_concurrency_is_not_the_connections() -> None:
     # 771 short connections from 4 clients (the user's PHP application), timed statements
-    spans = [(k * 0.0155 + c * 0.004, k * 0.0155 + c * 0.004 + 0.003) for k in range(193) for c in range(4)][:771]
+    spans = [
+        (k * 0.0155 + c * 0.004, k * 0.0155 + c * 0.004 + 0.003)
+        for k in range(193)
+        for c in range(4)
+    ][:771]
     seen = pool.observe(spans, 771, 3.0)
     assert seen.sessions == 771 and seen.concurrency <= 4 and seen.open_max <= 4
     # the general log: sessions within one second tell nothing, Threads_running does
@@ -142,9 +146,7 @@ def test_a_per_request_capture_replays_on_a_pool() -> None:
     timed = replay_lua(w, "timed")
     assert "gap_from = [[end]], timed = true," in timed
     # an older file without the observed figure: derived from its traces
-    old = w.model_copy(
-        update={"concurrency": w.concurrency.model_copy(update={"observed": None})}
-    )
+    old = w.model_copy(update={"concurrency": w.concurrency.model_copy(update={"observed": None})})
     assert old.replay_threads == 3
 
 
@@ -179,7 +181,7 @@ def test_placeholders_are_parsed_and_sampled() -> None:
         ("str", 4, 0, False),
     ]
     assert placeholders.sample("a = {int:-3} AND c = {str:4}") == "a = -111 AND c = 'aaaa'"
-    assert not placeholders.has_placeholders("SELECT '{int:3}'") is False  # text only
+    assert placeholders.has_placeholders("SELECT '{int:3}'") is not False  # text only
 
 
 def test_a_redacted_capture_is_replayed(tmp_path: Path) -> None:
