@@ -105,7 +105,7 @@ class _App:
                     u, x = rng.randint(1, USERS), rng.random()
 
                     def work() -> None:  # the request's own code between its statements
-                        time.sleep(rng.uniform(0.01, 0.03))
+                        time.sleep(rng.uniform(0.02, 0.06))
 
                     if x < 0.45:  # a page: the user by key
                         cur.execute("SELECT name, email FROM users WHERE id = %s", (u,))
@@ -262,7 +262,7 @@ def test_per_request_app_captured_and_replayed(env: Env, tmp_path: Path) -> None
         f"{c.sessions_open_p95}, Threads_running p95 {c.threads_running_p95})"
     )
     assert w.source == "performance_schema"
-    assert c.observed is not None and 2 <= c.observed <= CLIENTS
+    assert c.observed is not None and 1 <= c.observed <= CLIENTS
     assert c.connections > 10 * c.observed  # hundreds of short connections
     kinds = {k.text.split()[0] for k in w.replay_classes()}
     assert kinds == {"select", "insert", "update"}, kinds

@@ -15,7 +15,8 @@ How many sessions were open at once (``observe``):
   span two seconds or more count there, open from their first second to the end of their
   last one;
 - the open sessions are counted along the window (a sweep over the spans' ends): their
-  maximum and their time-weighted 95th percentile;
+  maximum and their 95th percentile weighted by time, over the time when at least one
+  session is open (the idle time between requests does not lower it);
 - the server's ``Threads_running`` samples (every 0.25 s, the capture's own thread left
   out) count the statements running at once: their 95th percentile, rounded up, is the
   floor of the estimate (what the general log's one-second sessions leave unknown);
@@ -83,8 +84,10 @@ def spans(
 
 
 def open_counts(session_spans: Sequence[Span]) -> tuple[int, int]:
-    """(most sessions open at once, time-weighted p95 of the sessions open) over the
-    spans' whole extent. An instant span counts at its instant (for the maximum)."""
+    """(most sessions open at once, time-weighted p95 of the sessions open while at least
+    one is). Idle stretches are left out: an application whose clients spend most of their
+    time connecting, or pausing, still ran that many sessions at once when it ran. An
+    instant span counts at its instant (for the maximum)."""
     if not session_spans:
         return 0, 0
     events: list[tuple[float, int]] = []
@@ -96,7 +99,8 @@ def open_counts(session_spans: Sequence[Span]) -> tuple[int, int]:
     prev_t = events[0][0]
     for t, d in events:
         if t > prev_t:
-            durations[cur] = durations.get(cur, 0.0) + (t - prev_t)
+            if cur > 0:
+                durations[cur] = durations.get(cur, 0.0) + (t - prev_t)
             prev_t = t
         cur += d
         peak = max(peak, cur)
