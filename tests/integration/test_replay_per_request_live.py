@@ -54,6 +54,7 @@ SCHEMA = "app"
 USERS = 500
 CLIENTS = 4
 NOTE_LEN = 12  # every order's note: a string of this length (its redacted shape)
+ORDER_IDS = itertools.count(1_000_000)  # the application's order keys, over its runs
 
 
 def create_schema(target: ConnectParams) -> None:
@@ -85,7 +86,7 @@ class _App:
     def __init__(self, target: ConnectParams) -> None:
         self.target = replace(target, database=SCHEMA)
         self.stop = threading.Event()
-        self.ids = itertools.count(1_000_000)
+        self.ids = ORDER_IDS
         self.lock = threading.Lock()
         self.requests = 0
         self.threads = [

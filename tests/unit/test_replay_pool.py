@@ -142,7 +142,7 @@ def test_a_per_request_capture_replays_on_a_pool() -> None:
     assert "reconnect = true," in lua and lua.count("pool = {") == 1
     assert "observed concurrency 3" in lua
     mix = replay_lua(w)  # mix: a reconnect after a session's mean statements
-    assert "session_len = 2," in mix and "traces" not in mix
+    assert "session_len = 2.0," in mix and "traces" not in mix
     timed = replay_lua(w, "timed")
     assert "gap_from = [[end]], timed = true," in timed
     # an older file without the observed figure: derived from its traces

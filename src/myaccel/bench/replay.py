@@ -114,7 +114,7 @@ class Plan:
     sessions: int  # the captured sessions (connections) with statements to replay
     pool: list[list[int]]
     reconnect: bool  # more sessions than threads: a new connection per session
-    session_len: int | None  # mix mode: statements per session (a reconnect after them)
+    session_len: float | None  # mix mode: statements per session (a reconnect after them)
 
 
 def plan(workload: Workload, mode: ReplayMode = "mix") -> Plan:
@@ -125,9 +125,9 @@ def plan(workload: Workload, mode: ReplayMode = "mix") -> Plan:
     traces, _, spans = _traces(workload)
     sessions = len(traces) if traces else workload.concurrency.connections
     reconnect = sessions > size
-    session_len = None
+    session_len: float | None = None
     if reconnect and traces:
-        session_len = max(1, round(sum(len(t) for t in traces) / len(traces)))
+        session_len = max(1.0, round(sum(len(t) for t in traces) / len(traces), 3))
     lanes = pool.assign(spans, size) if mode != "mix" and traces else []
     return Plan(seen, size, sessions, lanes, reconnect, session_len)
 

@@ -24,7 +24,8 @@
 -- replays) is counted apart, per class and per error number, and the event ends there:
 -- it is not retried (a retry would issue another statement and skew the mix). With
 -- session_len = N (a capture of short connections), the thread opens a new connection
--- every N events, as the captured application did.
+-- after each statement with probability 1/N: sessions of N statements on average, as the
+-- captured application's.
 --
 -- Sequence mode (MYACCEL_REPLAY.traces = { { { schema = "NAME", sql = STATEMENT, c = CLASS },
 -- ... }, ... }, the captured sessions, and pool = { { TRACE, ... }, ... }, the sessions of
@@ -389,8 +390,8 @@ function event()
     issue(text_of(s.sql), s.c)
     return
   end
-  if R.session_len and events_in_session >= R.session_len then
-    connect()
+  if R.session_len and events_in_session > 0 and sysbench.rand.uniform_double() * R.session_len < 1 then
+    connect() -- sessions of session_len statements on average (geometric lengths)
   end
   events_in_session = events_in_session + 1
   local ci = deal()
