@@ -140,8 +140,8 @@ local function connect()
   sessions_n = sessions_n + 1
 end
 
-local function quote_name(n)
-  return "`" .. (n:gsub("`", "``")) .. "`"
+local function quote_name(name)
+  return "`" .. (name:gsub("`", "``")) .. "`"
 end
 
 function thread_init(thread_id)
