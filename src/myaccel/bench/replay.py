@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -309,7 +310,11 @@ def _sweep(base: Path) -> None:
             pid, started, boot = (d / OWNER_FILE).read_text().split()
             alive = still_runs(int(pid), started, boot)
         except (OSError, ValueError):
-            alive = False
+            # no owner yet: another command may be between making it and naming itself
+            try:
+                alive = time.time() - d.stat().st_mtime < 60
+            except OSError:
+                alive = True
         if not alive:
             shutil.rmtree(d, ignore_errors=True)
 
