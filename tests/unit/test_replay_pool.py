@@ -311,3 +311,40 @@ def test_bench_out_newdir_with_a_workload_file(
     assert seen["replay"]["captured_sessions"] == 60 and seen["replay"]["keys"] == "shift"
     assert not seen["script"].exists()  # removed with the command
     assert not new.exists() or not any(new.iterdir())
+
+
+def test_bench_and_ab_print_the_replay_apart() -> None:
+    from myaccel.bench.run_record import RunRecord
+    from myaccel.cli.ab import format_replay_arms
+    from myaccel.cli.bench import format_replay
+
+    rep = {
+        "pool_threads": 2,
+        "observed": "99 session(s), at most 3 open at once (p95 2)",
+        "captured_sessions": 99,
+        "reconnect_per_session": True,
+        "statements": 7996,
+        "succeeded": 7008,
+        "failed": 988,
+        "error_pct": 12.356,
+        "duplicate_key_errors": 988,
+        "errors_by_errno": {"1062": 988},
+        "sessions_opened": 5435,
+    }
+    runs = [
+        RunRecord.model_construct(index=1, arm="baseline", replay=rep),
+        RunRecord.model_construct(index=2, arm="candidate", replay=rep),
+        RunRecord.model_construct(index=3, arm="baseline", replay=None),
+    ]
+    lines = format_replay(runs)
+    assert lines[0].startswith("replay: 2 thread(s) = the observed concurrency")
+    assert "not the 99 captured connection(s); a new connection per session" in lines[0]
+    assert lines[1] == (
+        "run 001: 7,996 statements, 7,008 succeeded, 988 failed (12.36%; duplicate key 988; "
+        "by error 1062: 988), 5,435 connection(s) opened"
+    )
+    assert format_replay_arms(runs) == [
+        "replay, baseline: 7,996 statements, 988 failed (988 on a duplicate key), counted apart",
+        "replay, candidate: 7,996 statements, 988 failed (988 on a duplicate key), counted apart",
+    ]
+    assert format_replay([RunRecord.model_construct(index=1, replay=None)]) == []
