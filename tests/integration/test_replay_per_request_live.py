@@ -18,8 +18,9 @@ with the ``events_statements_current`` consumer MariaDB needs; see the fixture).
   share of the replayed statements within 1 point of its captured share; the replay
   script is gone from $MYACCEL_HOME/replay once the command ends, and a new ``--out``
   directory is accepted (it used to be refused as "not empty");
-- in sequence mode: each pool thread replays its sessions one after another, each on a
-  new connection;
+- in sequence and timed modes: each pool thread replays its sessions one after another,
+  each on a new connection (timed: with the captured time between statements and
+  sessions);
 - a capture made with ``--redact`` (typed placeholders, no literal left in the file) is
   replayed: the placeholders filled with values of the captured shape, the mix held.
 
@@ -310,6 +311,16 @@ def test_per_request_app_captured_and_replayed(env: Env, tmp_path: Path) -> None
     )
     assert seq["threads"] == c.observed and rs["sessions_opened"] > seq["threads"]
     assert rs["duplicate_key_errors"] == 0
+
+    # timed: the sessions with their captured think time, and the time between them
+    timed, _ = env.bench(w_path, tmp_path / "timed", "--time", "4", "--replay-mode", "timed")
+    rt = timed["replay"]
+    print(
+        f"timed: {timed['threads']} threads, {rt['statements']:,} statements in "
+        f"{rt['sessions_opened']:,} sessions ({rt['statements'] / 4:,.1f}/s; captured "
+        f"{sum(k.count for k in w.replay_classes()) / w.window_s:,.1f}/s), failed {rt['failed']}"
+    )
+    assert timed["threads"] == c.observed and rt["statements"] > 0 and rt["failed"] == 0
     print(f"{time.monotonic() - t0:.1f} s")
 
 
