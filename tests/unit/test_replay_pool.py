@@ -332,9 +332,9 @@ def test_bench_and_ab_print_the_replay_apart() -> None:
         "sessions_opened": 5435,
     }
     runs = [
-        RunRecord.model_construct(index=1, arm="baseline", replay=rep),
-        RunRecord.model_construct(index=2, arm="candidate", replay=rep),
-        RunRecord.model_construct(index=3, arm="baseline", replay=None),
+        RunRecord.model_construct(index=1, arm="baseline", threads=2, replay=rep),
+        RunRecord.model_construct(index=2, arm="candidate", threads=2, replay=rep),
+        RunRecord.model_construct(index=3, arm="baseline", threads=2, replay=None),
     ]
     lines = format_replay(runs)
     assert lines[0].startswith("replay: 2 thread(s) = the observed concurrency")
@@ -348,3 +348,5 @@ def test_bench_and_ab_print_the_replay_apart() -> None:
         "replay, candidate: 7,996 statements, 988 failed (988 on a duplicate key), counted apart",
     ]
     assert format_replay([RunRecord.model_construct(index=1, replay=None)]) == []
+    more = format_replay([RunRecord.model_construct(index=4, threads=8, replay=rep)])
+    assert more[1].startswith("run 004 at 8 thread(s) (--threads): 7,996 statements")

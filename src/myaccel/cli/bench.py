@@ -356,8 +356,13 @@ def format_replay(records: list[RunRecord]) -> list[str]:
         if rep is None or "statements" not in rep:
             continue
         errnos = ", ".join(f"{k}: {v:,}" for k, v in rep.get("errors_by_errno", {}).items())
+        given = (
+            f" at {r.threads} thread(s) (--threads)"
+            if r.threads != info.get("pool_threads")
+            else ""
+        )
         out.append(
-            f"run {r.index:03d}: {rep['statements']:,} statements, {rep['succeeded']:,} "
+            f"run {r.index:03d}{given}: {rep['statements']:,} statements, {rep['succeeded']:,} "
             f"succeeded, {rep['failed']:,} failed ({rep['error_pct']:.2f}%; duplicate key "
             f"{rep['duplicate_key_errors']:,}{'; by error ' + errnos if errnos else ''}), "
             f"{rep['sessions_opened']:,} connection(s) opened"
