@@ -33,6 +33,7 @@ from myaccel.actions.plan_apply import build_changes
 from myaccel.actions.target import CommandServer
 from myaccel.bench.profiles import ProfileOptions, build_profile
 from myaccel.cli.accelerate import AccelerateProgress
+from myaccel.clone.errors import MissingPrivileges
 from myaccel.rules.model import Plan, Risk
 from myaccel.server.connection import ConnectParams
 from myaccel.server.sandbox import Sandbox
@@ -86,6 +87,25 @@ class AppLoad:
         self.thread.join(timeout=30)
 
 
+# The account accelerate runs as: exactly what docs/existing-server.md lists, per flavor
+# (the copy, SET GLOBAL, the dataset check on sbtest, the guard's statement digests where
+# performance_schema is on; MySQL's clone plugin is installed by myaccel: mysql.plugin).
+DBA = ("dba", "dba-pw-1")
+DOCUMENTED = {
+    "mariadb": (
+        "RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR, SUPER ON *.*",
+        "SELECT ON sbtest.*",
+        "SELECT ON performance_schema.*",
+    ),
+    "mysql": (
+        "BACKUP_ADMIN, SYSTEM_VARIABLES_ADMIN ON *.*",
+        "INSERT, DELETE ON mysql.plugin",
+        "SELECT ON sbtest.*",
+        "SELECT ON performance_schema.*",
+    ),
+}
+
+
 def _make_prod(basedir: Path | None, flavor: str | None) -> Sandbox:
     sb = Sandbox.init("prod", basedir=basedir, timeout_s=180, flavor=flavor)
     for sql in (
@@ -93,6 +113,8 @@ def _make_prod(basedir: Path | None, flavor: str | None) -> Sandbox:
         f"CREATE TABLE {SCHEMA}.orders (id INT AUTO_INCREMENT PRIMARY KEY, amount INT)",
         f"CREATE USER '{APP[0]}'@'localhost' IDENTIFIED BY '{APP[1]}'",
         f"GRANT ALL ON {SCHEMA}.* TO '{APP[0]}'@'localhost'",
+        f"CREATE USER '{DBA[0]}'@'localhost' IDENTIFIED BY '{DBA[1]}'",
+        *[f"GRANT {g} TO '{DBA[0]}'@'localhost'" for g in DOCUMENTED[flavor or "mariadb"]],
     ):
         sb.query(sql)
     conn = pymysql.connect(unix_socket=str(sb.socket), user="root", autocommit=True)
@@ -145,7 +167,7 @@ def _schemas(sb: Sandbox) -> list[tuple[Any, ...]]:
 
 
 def _happy_path(prod: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
-    """The whole flow, with a tiny A/B (one write-only cell, 1 run per arm of 3 s) whose
+    """The whole flow, as an account holding exactly the documented privileges, with a tiny A/B (one write-only cell, 1 run per arm of 3 s) whose
     verdict on this shared 2-vCPU VM is too noisy to gate on: ``force`` applies anyway,
     under the same guard."""
     conf_dir = tmp_path / "conf.d"
@@ -164,7 +186,7 @@ def _happy_path(prod: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str
     )
     target = pipeline.ExistingServer(
         params=ConnectParams(
-            host=None, port=3306, socket=str(prod.socket), user="root", password=None
+            host=None, port=3306, socket=str(prod.socket), user=DBA[0], password=DBA[1]
         ),
         conf_dir=conf_dir,
         restart_command=_restart_command(prod, conf_dir),
@@ -263,6 +285,34 @@ def test_accelerate_existing_mysql(
     err = _guard(prod_mysql, conf_dir, _plan(("read_only", "ON", "online")))
     assert isinstance(err, GuardrailBreach) and "error rate rose" in err.message
     assert str(prod_mysql.query("SELECT @@GLOBAL.read_only")[0][0]) == "0"
+    _refused_without_the_digests(prod_mysql, tmp_path)
     result = _happy_path(prod_mysql, tmp_path, capsys)
     assert result.live is not None
     assert result.live["before"]["latency_ms"] is not None  # performance_schema is on
+
+
+def _refused_without_the_digests(prod: Sandbox, tmp_path: Path) -> None:
+    """Found on a user's MariaDB with performance_schema on: an account with the copy's
+    and SET GLOBAL's privileges ran the whole clone A/B, then failed when the guard read
+    the statement digests (error 1142). Now the preflight asks, before any clone."""
+    user, pw = "nopfs", "nopfs-pw-1"
+    prod.query(f"CREATE USER '{user}'@'localhost' IDENTIFIED BY '{pw}'")
+    for g in DOCUMENTED["mysql"]:
+        if "performance_schema" not in g:
+            prod.query(f"GRANT {g} TO '{user}'@'localhost'")
+    target = pipeline.ExistingServer(
+        params=ConnectParams(host=None, port=3306, socket=str(prod.socket), user=user, password=pw),
+        restart_command="/bin/true",
+        yes=True,
+    )
+    profile = build_profile(ProfileOptions(workloads=("oltp_write_only",), runs_per_arm=1))
+    out = tmp_path / "refused"
+    with pytest.raises(MissingPrivileges, match=r"lacks SELECT ON performance_schema\.\*") as e:
+        pipeline.run(
+            pipeline.AccelerateRequest(
+                target=target, profile=profile, command=["myaccel"], out_dir=out
+            ),
+            AccelerateProgress(),
+        )
+    assert "GRANT SELECT ON performance_schema.* TO 'nopfs'" in str(e.value.hint)
+    assert not out.exists() and [s.name for s in Sandbox.list_all()] == ["prod"]

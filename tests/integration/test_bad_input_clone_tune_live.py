@@ -152,6 +152,52 @@ def test_accelerate_refuses_a_dataset_mismatch_before_the_clone(home: Path, src:
     assert "--cleanup" not in hint and "--scale" in hint
 
 
+# What docs/existing-server.md lists for accelerate on a MariaDB server: the copy's
+# (BINLOG MONITOR is also given by SUPER, so it is not lacking while SUPER is held), SET
+# GLOBAL's, and SELECT on the sysbench schema for the dataset check; the guard's SELECT
+# on performance_schema is asked only where it is on (test_accelerate_existing.py).
+MARIADB_ACCELERATE = ("RELOAD", "PROCESS", "LOCK TABLES", "SUPER")
+ON_SBTEST = "SELECT ON sbtest.*"
+
+
+@pytest.mark.parametrize("lacking", [*MARIADB_ACCELERATE, ON_SBTEST])
+def test_accelerate_refuses_each_missing_privilege_first(
+    home: Path, src: Sandbox, lacking: str
+) -> None:
+    """An account holding every documented privilege but one: refused in the preflight
+    (exit 3, the privilege named, the GRANT in the hint), before any clone or file."""
+    user = "lacks_" + lacking.rsplit(" ON ", maxsplit=1)[-1].replace(" ", "_").strip(".*").lower()
+    src.query(f"CREATE USER IF NOT EXISTS '{user}'@'localhost' IDENTIFIED BY '{WEAK_PASSWORD}'")
+    held = ", ".join(p for p in MARIADB_ACCELERATE if p != lacking)
+    src.query(f"GRANT {held}, BINLOG MONITOR ON *.* TO '{user}'@'localhost'")
+    if lacking != ON_SBTEST:
+        src.query(f"GRANT SELECT ON sbtest.* TO '{user}'@'localhost'")
+    args = ["accelerate", *socket_args(src, user), "-p", WEAK_PASSWORD]
+    args += ["--restart-command", "/bin/true", "--runs", "1", "--time", "5", "--scale", "0.01"]
+    needle = (
+        f"the account {user} cannot read schema 'sbtest'"
+        if lacking == ON_SBTEST
+        else f"the account {user} lacks {lacking}"
+    )
+    hint = refused(home, src, args, ExitCode.CONNECTION, needle)
+    grant = "GRANT SELECT ON sbtest.* TO" if lacking == ON_SBTEST else f"GRANT {lacking} ON *.*"
+    assert grant in hint, hint
+
+
+def test_accelerate_without_disk_for_the_clone_is_refused_first(
+    home: Path, src: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Too little disk for the clone (the margin raised past any disk): refused with exit
+    8 in the preflight, before the clone, the plan's results or the A/B."""
+    import importlib
+
+    pf = importlib.import_module("myaccel.clone.preflight")
+    monkeypatch.setattr(pf, "COPY_MARGIN_BYTES", 1 << 60)
+    args = ["accelerate", *socket_args(src), "--restart-command", "/bin/true", "--runs", "1"]
+    hint = refused(home, src, args, ExitCode.IO_ERROR, "not enough disk for the clone")
+    assert "MYACCEL_HOME" in hint
+
+
 def test_tune_refuses_a_dataset_mismatch_before_restarting(home: Path, src: Sandbox) -> None:
     refused(
         home,

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from click.testing import CliRunner
 
@@ -235,10 +237,40 @@ def test_clone_mariadb(myaccel_home: Path) -> None:
         prod.destroy()
 
 
+def _check_daemonized_source(home: Path, prod: Sandbox) -> None:
+    """A MySQL started as ``mysqld --daemonize`` (issue 33, item 6): the clone copied the
+    option, its server forked away from the sandbox's watch, and the clone failed with
+    "server exited with code 0" while its log said "ready for connections"."""
+    server = psutil.Process(prod.status().pid)
+    argv, env = server.cmdline(), server.environ()
+    prod.stop()
+    started = subprocess.run(
+        [*argv, "--daemonize"], check=False, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert started.returncode == 0, started.stderr
+    daemon = int(Path(str(prod.query("SELECT @@pid_file")[0][0])).read_text())
+    try:
+        assert "--daemonize" in psutil.Process(daemon).cmdline()
+        r = CliRunner().invoke(
+            cli,
+            ["clone", "-S", str(prod.socket), "-u", "root", "--name", "dclone", "--json"],
+            env={"MYACCEL_HOME": str(home)},
+        )
+        assert r.exit_code == 0, r.output
+        left_out = {d["variable"]: d["reason"] for d in json.loads(r.stdout)["rewritten"]}
+        assert "how the source's process was started" in left_out["daemonize"]
+        assert Sandbox.load("dclone", home=home).query("SELECT 1") == [(1,)]
+        Sandbox.destroy_named("dclone", home=home)
+    finally:
+        psutil.Process(daemon).terminate()
+        psutil.Process(daemon).wait(timeout=120)
+
+
 def test_clone_mysql(myaccel_home: Path, mysql_basedir: Path | None) -> None:
     home = myaccel_home
     prod = Sandbox.init("prod", basedir=mysql_basedir, home=home, timeout_s=180, flavor="mysql")
     try:
         _check_clone(home, prod)
+        _check_daemonized_source(home, prod)
     finally:
         prod.destroy()

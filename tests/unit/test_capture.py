@@ -87,6 +87,31 @@ def test_general_log_parser() -> None:
     assert events[1].user == "app"
 
 
+MYSQL_GENERAL_LOG = """\
+/opt/myaccel/mysql-9.7/bin/mysqld, Version: 9.7.0 (MySQL Community Server - GPL). started with:
+Tcp port: 3306  Unix socket: /tmp/mysql.sock
+Time                 Id Command    Argument
+2026-11-28T04:07:51.100000Z\t   10 Connect\tapp@localhost on shop using Socket
+2026-11-28T04:07:51.250000Z\t   10 Query\tSELECT 1
+2026-11-28T04:07:51.500000Z\t   11 Query\tUPDATE t
+SET a = 2
+2026-11-28T04:07:52.100000+01:00\t   11 Query\tSELECT 2
+"""
+
+
+def test_general_log_parser_mysql_format() -> None:
+    """MySQL stamps every entry (ISO 8601, microseconds): found on MySQL 9.7, whose log
+    the MariaDB-only pattern read as empty."""
+    events = parse_general_log(MYSQL_GENERAL_LOG.splitlines(True), exclude=set())
+    by_conn = [(e.conn_id, e.sql, e.schema, round(e.t_s, 2)) for e in events]
+    assert by_conn == [
+        (10, "SELECT 1", "shop", 0.15),
+        (11, "UPDATE t\nSET a = 2", "", 0.4),
+        (11, "SELECT 2", "", round(1.0 - 3600, 2)),
+    ]
+    assert events[0].user == "app"
+
+
 def test_log_output_keeps_table() -> None:
     assert log_output_with_file("FILE") == "FILE"
     assert log_output_with_file("TABLE") == "TABLE,FILE"

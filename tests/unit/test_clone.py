@@ -118,6 +118,27 @@ def test_rewrite_paths_owned_and_forbidden(tmp_path: Path) -> None:
     assert rewrite_option("ssl_ca", "/etc/mysql/ca.pem", src, t).value == "/etc/mysql/ca.pem"
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("daemonize", None),
+        ("daemonize", "ON"),
+        ("loose-daemonize", None),
+        ("initialize", None),
+        ("validate-config", None),
+        ("console", None),
+    ],
+)
+def test_process_control_options_are_not_copied(
+    tmp_path: Path, key: str, value: str | None
+) -> None:
+    """A MySQL started with ``mysqld --daemonize``: the clone's server must not fork away
+    from the sandbox that watches it."""
+    out = rewrite_option(key, value, _source(tmp_path), _target(tmp_path))
+    assert not out.keep and out.rewrite is not None
+    assert "how the source's process was started" in out.rewrite.reason
+
+
 def test_memory_scaled_to_the_budget(tmp_path: Path) -> None:
     variables = {"innodb_buffer_pool_size": str(8 * GIB), "key_buffer_size": str(GIB)}
     out = scale_memory([], variables, 3 * GIB)
@@ -322,3 +343,20 @@ def test_the_ab_needs_room_for_each_arms_redo_log(
     with pytest.raises(NoDiskForCopy, match="the clone's A/B"):
         check_ab_disk(src, pc, arms=2)
     check_ab_disk(src, PlannedChanges(), arms=2)  # the server's own 96 MiB log fits
+
+
+def test_the_ab_disk_counts_the_dataset_its_binary_log_and_a_margin(tmp_path: Path) -> None:
+    """Found on a user's server: 5.1-6.2 GiB used for a 456 MB datadir (1 GiB planned
+    redo log); the estimate then counted neither the A/B's dataset nor a margin."""
+    from myaccel.clone.preflight import AB_MARGIN_SHARE, disk_for_ab
+
+    mib = 1024 * 1024
+    data, redo, planned, dataset = 456 * mib, 96 * mib, GIB, 8 * 100_000 * 240
+    bare = disk_for_ab(data, redo, [redo, planned], tmp_path).need_bytes
+    full = disk_for_ab(data, redo, [redo, planned], tmp_path, dataset_bytes=dataset)
+    logged = disk_for_ab(data, redo, [redo, planned], tmp_path, dataset_bytes=dataset, binlog=True)
+    margin = 1 + AB_MARGIN_SHARE
+    # prepared once in the clone, carried by each of the 2 snapshots
+    assert full.need_bytes - bare == pytest.approx(3 * dataset * margin, rel=0.01)
+    assert logged.need_bytes - full.need_bytes == pytest.approx(dataset * margin, rel=0.01)
+    assert "the dataset" in full.describe()

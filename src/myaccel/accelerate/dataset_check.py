@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pymysql
 
-from myaccel.bench.runner import DB, read_dataset_tables
-from myaccel.server.connection import ConnectParams, connect, query_value
+from myaccel.bench.runner import DB, MARKER_TABLE, read_dataset_tables
+from myaccel.server.connection import ConnectParams, connect, query_rows, query_value
 
 
 @dataclass(frozen=True)
@@ -71,3 +71,22 @@ def dataset_conflict(
         return None  # unreadable here: the check of record (ensure_dataset) decides later
     finally:
         conn.close()
+
+
+def can_read_schema(params: ConnectParams, db: str = DB) -> bool:
+    """Whether the account may read what ``dataset_conflict`` reads in schema ``db``: its
+    tables and their rows. An account without SELECT there passes that check unseen (it
+    reads nothing and finds no conflict), and the dataset is found only in the clone
+    (found with an account holding only the copy's and SET GLOBAL's privileges: the clone
+    was made, then refused)."""
+    conn = connect(params)
+    try:
+        # without SELECT the server says "denied" whether the table exists or not
+        query_rows(conn, f"SELECT 1 FROM `{db}`.`{MARKER_TABLE}` LIMIT 0")
+    except pymysql.err.MySQLError as exc:
+        # 1044: no privilege on the schema, 1142: none on the table; 1146 (no such table)
+        # and 1049 (no such schema) are answers the account may see
+        return not (exc.args and exc.args[0] in (1044, 1142))
+    finally:
+        conn.close()
+    return True

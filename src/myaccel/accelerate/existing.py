@@ -22,7 +22,7 @@ from pathlib import Path
 from myaccel.accelerate.candidate import write_candidate
 from myaccel.accelerate.clone_plan import ScaledPlan, plan_memory, scale_plan
 from myaccel.accelerate.common import facts_and_plan, save_facts_and_plan
-from myaccel.accelerate.dataset_check import dataset_conflict
+from myaccel.accelerate.dataset_check import can_read_schema, dataset_conflict
 from myaccel.accelerate.live import Verdict
 from myaccel.accelerate.request import (
     AccelerateRequest,
@@ -47,9 +47,10 @@ from myaccel.actions.target import (
 )
 from myaccel.artifacts import write_text
 from myaccel.bench.compare import Comparison
+from myaccel.bench.runner import DB, ROW_BYTES
 from myaccel.clone import CloneRequest, RestartMethod, make_clone, preflight
-from myaccel.clone.errors import NoDiskForCopy
-from myaccel.clone.preflight import disk_for_ab, redo_bytes
+from myaccel.clone.errors import MissingPrivileges, NoDiskForCopy
+from myaccel.clone.preflight import DiskCheck, disk_for_ab, redo_bytes
 from myaccel.clone.source import SourceServer, read_source
 from myaccel.errors import UsageError
 from myaccel.model import Facts
@@ -123,6 +124,12 @@ def check_dataset(params: ConnectParams, req: AccelerateRequest) -> None:
     prof = req.profile
     if req.workload is not None:
         return
+    if not can_read_schema(params):
+        raise MissingPrivileges(
+            f"the account {params.user} cannot read schema '{DB}' (the A/B's dataset is "
+            "checked there before the clone)",
+            hint=f"GRANT SELECT ON {DB}.* TO '{params.user}'@'HOST' (as an administrator)",
+        )
     conflict = dataset_conflict(params, prof.tables, prof.table_size)
     if conflict is not None:
         hint = _DATASET_HINT.format(have=conflict.have) if conflict.ours else _FOREIGN_TABLES_HINT
@@ -132,7 +139,9 @@ def check_dataset(params: ConnectParams, req: AccelerateRequest) -> None:
 _REDO_KNOBS = ("innodb_redo_log_capacity", "innodb_log_file_size")
 
 
-def check_ab_disk(src: SourceServer, pc: PlannedChanges, *, arms: int) -> None:
+def check_ab_disk(
+    src: SourceServer, pc: PlannedChanges, *, arms: int, dataset_bytes: int = 0
+) -> DiskCheck:
     """Before the clone: room for it and for its A/B, whose snapshots carry each arm's
     redo log written out (the plan's may be far larger than the server's)."""
     now = redo_bytes(src.variables)
@@ -142,11 +151,19 @@ def check_ab_disk(src: SourceServer, pc: PlannedChanges, *, arms: int) -> None:
         if name in _REDO_KNOBS and (size := size_or_none(r.proposed)) is not None:
             planned_vars[name] = str(size)
     planned = redo_bytes(planned_vars)
-    check = disk_for_ab(src.data_bytes, now, [now, *[planned] * (arms - 1)], sandboxes_root())
+    check = disk_for_ab(
+        src.data_bytes,
+        now,
+        [now, *[planned] * (arms - 1)],
+        sandboxes_root(),
+        dataset_bytes=dataset_bytes,
+        binlog=src.variables.get("log_bin", "").upper() in ("ON", "1"),
+    )
     if not check.fits:
         raise NoDiskForCopy(
             f"not enough disk for the clone's A/B: {check.describe()}", hint=DISK_HINT
         )
+    return check
 
 
 def run_on_server(
@@ -192,7 +209,12 @@ def run_on_server(
             "the plan has nothing to apply on this server",
             hint="`myaccel plan` with the same server options shows the plan",
         )
-    check_ab_disk(src, pc, arms=3 if build is not None else 2)  # before anything is written
+    dataset = 0 if req.workload is not None else req.profile.tables * req.profile.table_size
+    # before anything is written
+    disk = check_ab_disk(
+        src, pc, arms=3 if build is not None else 2, dataset_bytes=dataset * ROW_BYTES
+    )
+    progress.note(f"disk: {disk.describe()}")
     out = save_facts_and_plan(req, facts, plan)
     if not server.startable():
         progress.note(

@@ -22,7 +22,7 @@ from typing import Any
 from myaccel import proc, signals
 from myaccel.actions.effective import durability_knobs
 from myaccel.artifacts import save
-from myaccel.bench.campaign import BenchContext, measure_run, ran_another_workload, server_info
+from myaccel.bench.campaign import BenchContext, measure_run, server_info, worth_running_again
 from myaccel.bench.compare import Comparison, compare_runs
 from myaccel.bench.dataset import ensure_dataset
 from myaccel.bench.profiles import WRITE_WORKLOADS, Profile
@@ -284,12 +284,13 @@ def _interleaved_runs(
                 rec = measure_run(ctx, replace(spec), index=n, arm=arm_name)
                 if after_run:
                     after_run(rec)
-                if attempt or not ran_another_workload(rec):
+                why = worth_running_again(rec)
+                if attempt or why is None:
                     break
                 # once per cell: sysbench now and then runs fewer statements per
-                # transaction for a whole run (docs/benchmarking.md); the run is left out
-                # and the cell measured again from a fresh start
-                plan.event(f"run {n} was not the workload asked for: running it again")
+                # transaction for a whole run (docs/benchmarking.md), or loses its server
+                # mid-run; the run is left out and the cell measured again from a fresh start
+                plan.event(f"run {n} {why}: running it again")
                 total += 1
                 current = None
     return ctx.records

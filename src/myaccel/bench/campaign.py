@@ -144,6 +144,26 @@ def ran_another_workload(rec: RunRecord) -> bool:
     return any(NOT_THE_WORKLOAD in r for r in rec.validity.reasons)
 
 
+# How a run ends when its server went away under it (restarted, crashed): sysbench exits
+# on the lost connection, or with --mysql-ignore-errors reconnects, and Debian's 1.0.20
+# then often dies of SIGSEGV (akopytov/sysbench#527; here: exit -11 when a sandbox was
+# restarted 4 s into a 12 s run).
+LOST_CLIENT_KINDS = frozenset(
+    {FailureKind.CRASHED, FailureKind.CONNECTION_LOST, FailureKind.RECONNECTS_PRESENT}
+)
+
+
+def worth_running_again(rec: RunRecord) -> str | None:
+    """Why ``rec``'s cell should be measured once more from a fresh start, or None: the
+    client ran another workload than asked, or it lost its server mid-run."""
+    if ran_another_workload(rec):
+        return "was not the workload asked for"
+    if rec.validity.failure in LOST_CLIENT_KINDS:
+        first = rec.validity.reasons[0] if rec.validity.reasons else rec.validity.failure
+        return f"lost its client ({first})"
+    return None
+
+
 def _steady_cv(series: list[SeriesPoint], warmup_s: int) -> float | None:
     vals = [p.tps for p in series if p.t_s > warmup_s]
     if len(vals) > 2:

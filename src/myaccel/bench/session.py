@@ -20,6 +20,7 @@ from myaccel.bench.campaign import (
     new_campaign_id,
     now_iso,
     server_info,
+    worth_running_again,
 )
 from myaccel.bench.dataset import ensure_dataset, size_dataset
 from myaccel.bench.profiles import Profile
@@ -352,10 +353,18 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
     n = 0
     for r in range(prof.runs_per_arm):
         for spec in specs:
-            n += 1
             s = replace(spec, seed=req.seed if req.seed is not None else 1000 + r)
-            progress.run_started(f"[{n}/{total}] {s.workload} {s.threads} thr", s.total_s)
-            progress.run_finished(measure_run(ctx, s, index=first + n - 1))
+            for attempt in range(2):
+                n += 1
+                progress.run_started(f"[{n}/{total}] {s.workload} {s.threads} thr", s.total_s)
+                rec = measure_run(ctx, s, index=first + n - 1)
+                progress.run_finished(rec)
+                why = worth_running_again(rec)
+                if attempt or why is None:
+                    break
+                # once per run: left out (its record stays, invalid) and run again
+                progress.note(f"run {n} {why}: running it again")
+                total += 1
     finish_campaign(ctx)
     return BenchResult(
         out_dir=ctx.out_dir, records=ctx.records, duration_s=time.monotonic() - t_start

@@ -2,7 +2,8 @@
 it is off): the log goes to a private file for the window (``general_log_file``,
 ``log_output`` with FILE, ``general_log`` ON, each journaled and put back after), then the
 file is parsed. The log has no latency and a timestamp per second only; it needs the
-server on this host (the file is read here) running as a user who can write it."""
+server on this host (the file is read here); ``logdir`` makes the file where the server's
+user writes it."""
 
 from __future__ import annotations
 
@@ -10,18 +11,21 @@ import contextlib
 import datetime as dt
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from myaccel.capture.assemble import Event
 from myaccel.capture.source import Conn, Ours, SourceName
-from myaccel.paths import myaccel_home
 
-# "261125  4:49:09\t     7 Query\tSELECT ..." or "\t\t     7 Query\tSELECT ..."
+# MariaDB: "261125  4:49:09\t     7 Query\tSELECT ..." or "\t\t     7 Query\tSELECT ...";
+# MySQL (every entry stamped, ISO 8601 to the microsecond, log_timestamps UTC or SYSTEM):
+# "2026-11-28T04:07:51.412345Z\t   10 Query\tSELECT ..."
 _ENTRY = re.compile(
-    r"^(?:(\d{6}\s+\d{1,2}:\d{2}:\d{2})\t|\t\t)\s*(\d+) ([A-Za-z][A-Za-z _]*?)\t(.*)$"
+    r"^(?:(\d{6}\s+\d{1,2}:\d{2}:\d{2})\t"
+    r"|(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s"
+    r"|\t\t)\s*(\d+) ([A-Za-z][A-Za-z _]*?)\t(.*)$"
 )
+_ISO_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+")
 _CONNECT = re.compile(r"^(\S+?)@\S* on (\S*) ")
 _USE = re.compile(r"^\s*use\s+`?([^`;\s]+)`?\s*;?\s*$", re.IGNORECASE)
 STATEMENT_COMMANDS = ("Query", "Execute")
@@ -38,6 +42,10 @@ def _stamp(text: str) -> float:
     return dt.datetime.strptime(" ".join(text.split()), "%y%m%d %H:%M:%S").timestamp()
 
 
+def _iso_stamp(text: str) -> float:
+    return dt.datetime.fromisoformat(text).timestamp()
+
+
 def read_entries(lines: Iterable[str]) -> Iterator[tuple[float | None, int, str, str]]:
     """(timestamp or None, connection id, command, argument) per entry; a statement that
     spans lines is joined back."""
@@ -51,7 +59,8 @@ def read_entries(lines: Iterable[str]) -> Iterator[tuple[float | None, int, str,
             continue
         if cur is not None:
             yield cur[0], cur[1], cur[2], cur[3]  # type: ignore[misc]
-        cur = [_stamp(m.group(1)) if m.group(1) else None, int(m.group(2)), m.group(3), m.group(4)]
+        stamp = _stamp(m.group(1)) if m.group(1) else _iso_stamp(m.group(2)) if m.group(2) else None
+        cur = [stamp, int(m.group(3)), m.group(4), m.group(5)]
     if cur is not None:
         yield cur[0], cur[1], cur[2], cur[3]  # type: ignore[misc]
 
@@ -94,16 +103,16 @@ def parse_general_log(
 class GeneralLogSource:
     name: SourceName = "general_log"
 
-    def __init__(self, ours: Ours, log_output: str) -> None:
+    def __init__(self, ours: Ours, log_output: str, path: Path) -> None:
+        """``path``: the empty log file made for the server's user (``logdir.prepare``),
+        in a directory of its own that ``cleanup`` removes."""
         self.ours = ours
         self.notes: list[str] = [
             "the general log has no latency; times have a 1 s resolution (a timed replay "
             "spreads a connection's statements of one second evenly within it)"
         ]
-        base = myaccel_home() / "capture"
-        base.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.dir = Path(tempfile.mkdtemp(prefix="general-log-", dir=base))  # 0700
-        self.path = self.dir / "general.log"
+        self.dir = path.parent
+        self.path = path
         self.log_output = log_output_with_file(log_output)
         self.schemas: dict[int, str] = {}
 
@@ -131,7 +140,10 @@ class GeneralLogSource:
         with self.path.open("rb") as fh:
             data = fh.read(self.path.stat().st_size)
         lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
-        return parse_general_log(lines, self.ours.connection_ids, self.schemas)
+        events = parse_general_log(lines, self.ours.connection_ids, self.schemas)
+        if any(_ISO_LINE.match(line) for line in lines[:20]):  # MySQL: to the microsecond
+            self.notes = ["the general log has no latency (each statement's start is stamped)"]
+        return events
 
     def cleanup(self) -> None:
         with contextlib.suppress(OSError):

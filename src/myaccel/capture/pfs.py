@@ -11,8 +11,15 @@ from myaccel.capture.assemble import Event
 from myaccel.capture.source import Conn, Ours, SourceName
 
 HISTORY = "performance_schema.events_statements_history_long"
-# Consumers the history needs, in the order they are switched on (global first).
-CONSUMERS = ("global_instrumentation", "thread_instrumentation", "events_statements_history_long")
+# Consumers the history needs, in the order they are switched on (global first): the
+# history tables are filled only from events_statements_current, which MariaDB ships off
+# (MySQL on); without it a MariaDB capture recorded nothing.
+CONSUMERS = (
+    "global_instrumentation",
+    "thread_instrumentation",
+    "events_statements_current",
+    "events_statements_history_long",
+)
 # Events that end just before a poll may be written just after it: read back this far.
 MARGIN_PS = 50 * 10**9  # 50 ms in picoseconds
 _COLUMNS = (

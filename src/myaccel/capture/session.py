@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import pymysql
+
 from myaccel import __version__, signals
 from myaccel.actions.journal import JournalOwner
 from myaccel.actions.protocol import apply_with_restart, rollback_with_restart
@@ -21,7 +23,7 @@ from myaccel.actions.target import ServerTarget
 from myaccel.bench import pool
 from myaccel.bench.trace_gaps import with_gaps
 from myaccel.bench.workload import Concurrency, Overhead, SchemaInfo, Workload
-from myaccel.capture import sqlguard
+from myaccel.capture import logdir, privileges, sqlguard
 from myaccel.capture.assemble import Event, build_classes, percentile
 from myaccel.capture.general_log import GeneralLogSource
 from myaccel.capture.pfs import PerformanceSchemaSource
@@ -37,7 +39,7 @@ SourceChoice = Literal["auto", "performance_schema", "general_log"]
 
 @dataclass(frozen=True)
 class CaptureRequest:
-    target: ConnectParams  # a user allowed SET GLOBAL / UPDATE performance_schema
+    target: ConnectParams  # an account with the privileges of capture.privileges
     duration_s: float
     redact: bool = False
     source: SourceChoice = "auto"
@@ -55,9 +57,18 @@ def _status(ours: Ours, conn: Conn, name: str) -> int:
 def _variables(ours: Ours, conn: Conn) -> dict[str, str]:
     rows = ours.query(
         conn,
-        "SELECT VERSION(), @@version_comment, @@hostname, @@performance_schema, @@log_output",
+        "SELECT VERSION(), @@version_comment, @@hostname, @@performance_schema, @@log_output, "
+        "@@pid_file, @@datadir",
     )
-    keys = ("version", "comment", "hostname", "performance_schema", "log_output")
+    keys = (
+        "version",
+        "comment",
+        "hostname",
+        "performance_schema",
+        "log_output",
+        "pid_file",
+        "datadir",
+    )
     return {k: "" if v is None else str(v) for k, v in zip(keys, rows[0], strict=True)}
 
 
@@ -67,7 +78,10 @@ def _history_size(ours: Ours, conn: Conn) -> int:
 
 
 def choose_source(req: CaptureRequest, ours: Ours, conn: Conn, v: dict[str, str]) -> CaptureSource:
-    """performance_schema when it is on (or asked for), else the general log."""
+    """performance_schema when it is on (or asked for), else the general log; the
+    account's privileges for it are checked (``capture.privileges``) and, for the general
+    log, its file made where the server's user writes it (``capture.logdir``), both
+    before anything is switched."""
     pfs_on = v["performance_schema"] in ("1", "ON")
     want = req.source
     if want == "performance_schema" and not pfs_on:
@@ -76,14 +90,20 @@ def choose_source(req: CaptureRequest, ours: Ours, conn: Conn, v: dict[str, str]
             hint="switch it on in the option file (needs a restart), or capture with "
             "--source general_log",
         )
+    sv = parse_server_version(v["version"], v["comment"])
+    flavor = sv.flavor if sv else None
     if want == "performance_schema" or (want == "auto" and pfs_on):
+        ours.statements += 4  # the privileges read
+        privileges.check(conn, "performance_schema", flavor)
         return PerformanceSchemaSource(ours, _history_size(ours, conn))
     if v["hostname"] != socket.gethostname():
         raise UsageError(
             f"the general log is written on the server's host ({v['hostname']}), not here",
             hint="run myaccel capture on the server's host, or switch performance_schema on",
         )
-    return GeneralLogSource(ours, v["log_output"])
+    ours.statements += 4
+    privileges.check(conn, "general_log", flavor)
+    return GeneralLogSource(ours, v["log_output"], logdir.prepare(v["pid_file"], v["datadir"]))
 
 
 def _qps(questions: int, ours_statements: int, seconds: float) -> float | None:
@@ -132,7 +152,15 @@ def _schemas(ours: Ours, conn: Conn, names: list[str], notes: list[str]) -> list
         )
         tables = [str(r[0]) for r in rows if sqlguard.name_ok(str(r[0]))]
         q = "`" + name.replace("`", "``") + "`"
-        ddl = [str(r[1]) for r in ours.query(conn, f"SHOW CREATE DATABASE {q}")]
+        try:
+            ddl = [str(r[1]) for r in ours.query(conn, f"SHOW CREATE DATABASE {q}")]
+        except pymysql.err.MySQLError as exc:  # 1044: the account holds nothing on it
+            notes.append(
+                f"the DDL of schema '{name}' is not kept (the server refused it to this "
+                f"account: {exc.args[-1]}): GRANT SELECT ON {q}.* to capture it"
+            )
+            out.append(SchemaInfo(name=name, tables=tables, ddl=[]))
+            continue
         for t in tables:
             qt = "`" + t.replace("`", "``") + "`"
             ddl += [str(r[1]) for r in ours.query(conn, f"SHOW CREATE TABLE {q}.{qt}")]
@@ -247,6 +275,8 @@ def _capture_with(
         if journal is not None:
             with signals.shielded():
                 _switch_back(req.server, journal, ours, note)
+    if not win.events:
+        raise _nothing_captured(src, win)
     after = _measure_qps(ours, conn, req.baseline_s) if req.baseline_s > 0 else None
     classes, traces, truncated = build_classes(win.events)
     traces, gaps = with_gaps(traces)
@@ -279,6 +309,36 @@ def _capture_with(
         notes=notes,
     )
     return workload
+
+
+class NothingCaptured(MyaccelError, code="capture-empty"):
+    """The window ended without one statement of another client: no workload to write."""
+
+
+def _nothing_captured(src: CaptureSource, win: _Window) -> NothingCaptured:
+    """Why the capture holds no statement (its settings are back by then): the server ran
+    none but ours, or it counted some that the source did not record."""
+    others = max(0, win.questions - win.ours_statements)
+    what = src.name.replace("_", " ")
+    if others == 0:
+        return NothingCaptured(
+            f"the capture recorded no statement in {win.seconds:.1f} s from {what}: the "
+            "server ran none but the capture's own (is it receiving traffic?)",
+            hint="capture while the application runs (or a load: `myaccel bench`), or with "
+            "a longer --duration; nothing was written, the settings are back",
+        )
+    return NothingCaptured(
+        f"the capture recorded no statement in {win.seconds:.1f} s from {what}, while the "
+        f"server counted {others:,} of other clients (Questions)",
+        hint=(
+            "check that the statement instruments are enabled "
+            "(performance_schema.setup_instruments, 'statement/%'), or capture with "
+            "--source general_log"
+            if src.name == "performance_schema"
+            else "the server wrote no statement to its general log: see its error log"
+        )
+        + "; nothing was written, the settings are back",
+    )
 
 
 def _switch_back(server: ServerTarget | None, journal: Path, ours: Ours, note: Note) -> None:

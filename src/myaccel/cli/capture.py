@@ -23,6 +23,12 @@ if TYPE_CHECKING:  # the capture machinery is imported where used, not by `--hel
     from myaccel.server.connection import ConnectionOptions, ConnectParams
 
 
+LITERALS_LINE = (
+    "the workload file holds the statements' literal values (your customers' data): keep it "
+    "private; --redact replaces them by ? to share a capture"
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CaptureOptions(ServerOptions):
     duration: float = 20.0
@@ -148,6 +154,8 @@ def capture(opts: CaptureOptions) -> None:
         if w.redacted:
             note("redacted: literals removed for sharing; replays need a capture without --redact")
     click.echo(f"workload: {out}")
+    if not opts.redact:
+        click.echo(LITERALS_LINE)
 
 
 def _servers(conn: ConnectionOptions) -> tuple[ConnectParams, ServerTarget]:

@@ -208,6 +208,9 @@ def _try(journal: Journal, params: ConnectParams | None) -> bool:
     except (MyaccelError, OSError) as exc:
         _pending.failures[str(journal.path)] = str(exc)
         return False
+    from myaccel.capture.logdir import remove_left
+
+    remove_left(((e.target, e.new_value) for e in journal.entries), _quiet)
     if _pending.note is not None:
         _pending.note(
             f"note: {_who(journal)} was killed and left {_targets(journal)} switched on; "

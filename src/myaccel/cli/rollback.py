@@ -103,6 +103,9 @@ def rollback_cmd(opts: RollbackOptions) -> None:
         ignore_checksum=opts.ignore_checksum,
         reverted=reverted,
     )
+    from myaccel.capture.logdir import remove_left
+
+    remove_left(((e.target, e.new_value) for e in journal.entries), note)
     if opts.as_json:
         _echo_json({"journal": str(path), "reverted": res.reverted, "warnings": res.warnings})
         return

@@ -35,6 +35,7 @@ from myaccel.clone.errors import CloneError, MissingPrivileges, NoDiskForCopy
 from myaccel.clone.source import SourceServer
 from myaccel.errors import MyaccelError
 from myaccel.server.connection import connect, query_rows
+from myaccel.server.privileges import ALIASES, SET_GLOBAL, read_privileges
 from myaccel.server.sandbox.layout import sandboxes_root
 from myaccel.units import format_bytes
 
@@ -45,8 +46,6 @@ COPY_OVERHEAD = 1.2
 COPY_MARGIN_BYTES = 256 * 1024 * 1024
 # never fill the file system beyond this share
 KEEP_FREE_SHARE = 0.05
-# SET GLOBAL on a variable (MySQL >= 8: SYSTEM_VARIABLES_ADMIN; MariaDB and older: SUPER)
-_APPLY_PRIVILEGES = {"mysql": ("SYSTEM_VARIABLES_ADMIN",), "mariadb": ("SUPER",)}
 
 
 @dataclass(frozen=True)
@@ -141,35 +140,18 @@ def detect_restart(
     )
 
 
-_GRANTEE = (
-    "GRANTEE = CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
-    "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
-)
-
-
 def global_privileges(conn: pymysql.connections.Connection[Any]) -> set[str]:
-    """The global privileges of the connected account (``information_schema``), with
+    """The global privileges of the connected account (``server.privileges``), with
     INSERT/DELETE granted on ``mysql`` or ``mysql.plugin`` counted too (all that
     INSTALL/UNINSTALL PLUGIN need)."""
-    have = {
-        str(r[0]).upper()
-        for r in query_rows(
-            conn, f"SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE {_GRANTEE}"
-        )
-    }
-    on_plugins = query_rows(
-        conn,
-        "SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE "
-        f"TABLE_SCHEMA = 'mysql' AND {_GRANTEE} UNION SELECT PRIVILEGE_TYPE FROM "
-        "information_schema.TABLE_PRIVILEGES WHERE TABLE_SCHEMA = 'mysql' AND "
-        f"TABLE_NAME = 'plugin' AND {_GRANTEE}",
-    )
-    return have | ({str(r[0]).upper() for r in on_plugins} & {"INSERT", "DELETE"})
+    acc = read_privileges(conn)
+    on_plugins = acc.schemas.get("mysql", set()) | acc.tables.get(("mysql", "plugin"), set())
+    return acc.global_ | (on_plugins & {"INSERT", "DELETE"})
 
 
 def needed_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
     if purpose == "apply":
-        return list(_APPLY_PRIVILEGES.get(src.adapter.name, ()))
+        return [SET_GLOBAL[src.adapter.name]] if src.adapter.name in SET_GLOBAL else []
     needed = list(src.adapter.hot_copy_privileges)
     if src.adapter.hot_copy == "clone-plugin" and src.clone_plugin != "ACTIVE":
         needed += ["INSERT", "DELETE"]  # INSTALL / UNINSTALL PLUGIN (mysql.plugin)
@@ -177,17 +159,58 @@ def needed_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
 
 
 def _satisfied(priv: str, have: set[str]) -> bool:
-    aliases = {"BINLOG MONITOR": {"REPLICATION CLIENT", "SUPER"}}
-    return priv in have or bool(aliases.get(priv, set()) & have)
+    return priv in have or bool(ALIASES.get(priv, frozenset()) & have)
+
+
+# What the live guard reads after an apply where performance_schema is on (the statement
+# digests' totals: latency and errors). Found on a MariaDB with performance_schema on: an
+# account with the privileges the docs listed ran the whole clone A/B, then failed on this
+# SELECT (error 1142) when the guard started.
+GUARD_TABLE = "performance_schema.events_statements_summary_by_digest"
+PFS_SELECT = "SELECT ON performance_schema.*"
+
+
+def _performance_schema_on(src: SourceServer) -> bool:
+    return src.variables.get("performance_schema", "").upper() in ("ON", "1")
+
+
+def _can_read(conn: pymysql.connections.Connection[Any], table: str) -> bool:
+    """Whether the account may SELECT from ``table`` (asked of the server itself: a global,
+    schema or table grant, or a role, all count; no row is read)."""
+    try:
+        query_rows(conn, f"SELECT 1 FROM {table} LIMIT 0")
+    except pymysql.err.MySQLError as exc:
+        if exc.args and exc.args[0] in (1142, 1044):  # denied on the table / the schema
+            return False
+        raise
+    return True
 
 
 def check_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
     conn = connect(src.params)
     try:
         have = global_privileges(conn)
+        missing = [p for p in needed_privileges(src, purpose) if not _satisfied(p, have)]
+        if purpose == "apply" and _performance_schema_on(src) and not _can_read(conn, GUARD_TABLE):
+            missing.append(PFS_SELECT)
     finally:
         conn.close()
-    return [p for p in needed_privileges(src, purpose) if not _satisfied(p, have)]
+    return missing
+
+
+def grant_hint(user: str, missing: list[str]) -> str:
+    """The GRANT statements (as an administrator) that give ``user`` what is missing."""
+    on_all = ", ".join(p for p in missing if p not in ("INSERT", "DELETE") and " ON " not in p)
+    parts = [f"GRANT {on_all} ON *.* TO '{user}'@'HOST'"] if on_all else []
+    parts += [f"GRANT {p} TO '{user}'@'HOST'" for p in missing if " ON " in p]
+    hint = "; ".join(parts) + " (as an administrator)" if parts else ""
+    if "INSERT" in missing:
+        hint = (hint + "; and " if hint else "") + (
+            "the clone plugin is not loaded: INSTALL PLUGIN clone SONAME "
+            "'mysql_clone.so' as an administrator (myaccel then leaves it loaded), or "
+            f"GRANT INSERT, DELETE ON mysql.plugin TO '{user}'@'HOST'"
+        )
+    return hint
 
 
 def _free_bytes(target: Path) -> tuple[Path, int]:
@@ -206,17 +229,39 @@ def disk_for_copy(data_bytes: int, target: Path) -> DiskCheck:
     return DiskCheck(str(probe), need, free)
 
 
-def disk_for_ab(data_bytes: int, redo_now: int, arm_redos: list[int], target: Path) -> DiskCheck:
-    """The clone and the A/B on it: the copy (as ``disk_for_copy``), then a snapshot of
-    the datadir per arm with that arm's redo log written out (dense, so that no arm
-    measures a log fresh from fallocate), and the clone's own log grown to the largest
-    arm's. Found in the lab: a plan's 2 GiB redo log filled a guest's free 4 GiB."""
+# What the estimate of a clone's A/B adds on top of its parts, for what it does not count
+# (undo and temporary tablespaces growing, the error and slow logs, the results).
+AB_MARGIN_SHARE = 0.10
+
+
+def disk_for_ab(
+    data_bytes: int,
+    redo_now: int,
+    arm_redos: list[int],
+    target: Path,
+    *,
+    dataset_bytes: int = 0,
+    binlog: bool = False,
+) -> DiskCheck:
+    """The clone and the A/B on it: the copy (as ``disk_for_copy``), the benchmark's
+    dataset prepared in it (``dataset_bytes``; written to its binary log too when the
+    source logs one, ``binlog``), then a snapshot of the datadir per arm with that arm's
+    redo log written out (dense, so that no arm measures a log fresh from fallocate), the
+    clone's own log grown to the largest arm's, and a margin. Found in the lab: a plan's
+    2 GiB redo log filled a guest's free 4 GiB; found on a user's server: 5.1-6.2 GiB used
+    for a 456 MB datadir where the dataset and snapshots had not been counted."""
     probe, free = _free_bytes(target)
     copy = int(data_bytes * COPY_OVERHEAD) + COPY_MARGIN_BYTES
-    snapshots = sum(data_bytes + redo for redo in arm_redos)
+    grown = dataset_bytes * (2 if binlog else 1)
+    snapshots = sum(data_bytes + dataset_bytes + redo for redo in arm_redos)
     growth = max(0, max(arm_redos, default=0) - redo_now)
-    what = f"the clone and its A/B ({len(arm_redos)} snapshots, each with its arm's redo log)"
-    return DiskCheck(str(probe), copy + snapshots + growth, free, what=what)
+    need = copy + grown + snapshots + growth
+    need += int(need * AB_MARGIN_SHARE)
+    what = (
+        f"the clone and its A/B (the dataset, {len(arm_redos)} snapshots each with its "
+        "arm's redo log)"
+    )
+    return DiskCheck(str(probe), need, free, what=what)
 
 
 def redo_bytes(variables: dict[str, str]) -> int:
@@ -266,23 +311,26 @@ def preflight(
     pre = Preflight(restart, missing, disk)
     user = src.params.user
     if missing:
-        grant = ", ".join(p for p in missing if p not in ("INSERT", "DELETE"))
-        hint = f"GRANT {grant} ON *.* TO '{user}'@'HOST' (as an administrator)" if grant else ""
-        if "INSERT" in missing:
-            hint = (hint + "; and " if hint else "") + (
-                "the clone plugin is not loaded: INSTALL PLUGIN clone SONAME "
-                "'mysql_clone.so' as an administrator (myaccel then leaves it loaded), or "
-                f"GRANT INSERT, DELETE ON mysql.plugin TO '{user}'@'HOST'"
-            )
+        why = " (the guard reads the statement digests)" if PFS_SELECT in missing else ""
         pre.problems.append(
             Problem(
-                f"the account {user} lacks {', '.join(missing)} for the {purpose}",
-                hint=hint,
+                f"the account {user} lacks {', '.join(missing)} for the {purpose}{why}",
+                hint=grant_hint(user, missing),
                 error=MissingPrivileges,
             )
         )
     if purpose == "clone":
         _local_copy_problems(src, pre, schema_only=schema_only, disk_hint=disk_hint)
+    elif restart.kind is SystemdServer and os.geteuid() != 0:
+        pre.problems.append(
+            Problem(
+                f"restarting {restart.detail} needs root (systemctl restart), and myaccel "
+                f"runs as uid {os.geteuid()}",
+                hint="run myaccel as root, or give --restart-command with a command you may "
+                "run (e.g. 'sudo systemctl restart UNIT')",
+                error=MissingPrivileges,
+            )
+        )
     elif not restart.known:
         pre.problems.append(
             Problem(

@@ -52,6 +52,29 @@ FOLLOWS = {
     "gtid_current_pos": "the copy has no binary logs of the source",
     "gtid_slave_pos": "the copy has no binary logs of the source",
 }
+# Options of how the source's process was started or what it was asked to do once, not
+# of the server it runs: the sandbox starts and watches its own server in the foreground
+# (a clone given --daemonize forks, its start sees "exited with code 0"; found on a MySQL
+# 9.7 started with mysqld --daemonize).
+PROCESS_CONTROL = frozenset(
+    {
+        "daemonize",
+        "initialize",
+        "initialize_insecure",
+        "bootstrap",
+        "help",
+        "verbose",
+        "validate_config",
+        "console",
+        "gdb",
+        "no_monitor",
+        "print_defaults",
+    }
+)
+PROCESS_CONTROL_REASON = (
+    "how the source's process was started, not a setting of the server: the sandbox starts "
+    "and watches its own server"
+)
 MEMORY_KEYS = (
     "innodb_buffer_pool_size",
     "key_buffer_size",
@@ -105,6 +128,8 @@ def rewrite_option(key: str, value: str | None, src: SourceServer, target: Targe
     name = canonical_key(key)
     if name in OWNED_KEYS or name == "tmpdir":
         return _left_out(name, value, OWNED_REASONS.get(name, "set by the sandbox"))
+    if name in PROCESS_CONTROL:
+        return _left_out(name, value, PROCESS_CONTROL_REASON)
     if name in FORBIDDEN_KEYS or name.startswith(FORBIDDEN_PREFIXES) or name.startswith("mysqlx"):
         return _left_out(
             name,
