@@ -7,8 +7,9 @@ user looked up by key; a visit (the lookup, then an UPDATE of the user's counter
 order (an INSERT with an application-made primary key, then the user's order count,
 sometimes an UPDATE of the user); a user's last orders.
 
-`myaccel capture` records it on sandbox A from performance_schema (switched on at start,
-with the ``events_statements_current`` consumer MariaDB needs; see the fixture). Sandbox B is given A's schema and data after the capture
+`myaccel capture` records it on sandbox A from performance_schema (the sandbox started
+with ``performance_schema=ON``; capture switches on the consumers, MariaDB's
+``events_statements_current`` among them). Sandbox B is given A's schema and data after the capture
 (``mariadb-dump``), as a clone would be. `myaccel bench --workload-file` replays it on B:
 
 - as captured (``--replay-keys as-captured``): the captured inserts fail on their primary
@@ -202,14 +203,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             made.append(sb)
         a = made[0]
         # the capture's source: performance_schema, timed to the microsecond (the general
-        # log's one-second stamps cannot tell which short connections overlapped). On
-        # MariaDB 10.11 the statement history stays empty unless events_statements_current
-        # is on too (another branch makes capture switch it on); switched on here
+        # log's one-second stamps cannot tell which short connections overlapped); capture
+        # switches on the consumers it needs (events_statements_current on MariaDB too)
         a.restart(ServerOptions(sets={"performance_schema": "ON"}), timeout_s=180)
-        a.query(
-            "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' "
-            "WHERE NAME = 'events_statements_current'"
-        )
         create_schema(a.connect_params())
         yield Env(home, made[0], made[1])
     finally:
