@@ -12,7 +12,7 @@ from myaccel.actions.settings import setting_for, setting_from_spec
 from myaccel.actions.settings.pfs import ConsumerSetting
 from myaccel.artifacts import save
 from myaccel.bench.replay import captured_rate, lua_string, replay_lua, write_replay_script
-from myaccel.bench.workload import Concurrency, Workload, load_replayable, load_workload
+from myaccel.bench.workload import Concurrency, Workload, load_replayable
 from myaccel.capture import assemble
 from myaccel.capture.assemble import Event, build_classes, percentile
 from myaccel.capture.fidelity import compare, format_fidelity
@@ -192,13 +192,22 @@ def test_fidelity_compares_the_replayed_classes() -> None:
 def test_redaction_and_replay_refusal(tmp_path: Path) -> None:
     w = _workload({"SELECT secret FROM t WHERE name = 'alice?'": 3})
     r = redact_workload(w)
-    assert r.redacted and all(not c.examples for c in r.classes)
+    assert r.redacted and r.placeholders
+    assert [c.examples for c in r.classes] == [["SELECT secret FROM t WHERE name = {str:6}"]]
     dumped = r.model_dump_json()
     assert "alice" not in dumped and r.server["host"] is None
     save(tmp_path / "r.json", r)
-    assert load_workload(tmp_path / "r.json").redacted
-    with pytest.raises(UsageError, match="--redact"):
-        load_replayable(tmp_path / "r.json")
+    assert load_replayable(tmp_path / "r.json").redacted  # typed placeholders: replayable
+    # a redaction of an older myaccel (literals as ?, no examples) is refused
+    old = r.model_copy(
+        update={
+            "placeholders": False,
+            "classes": [c.model_copy(update={"examples": []}) for c in r.classes],
+        }
+    )
+    save(tmp_path / "old.json", old)
+    with pytest.raises(UsageError, match="redacted without typed placeholders"):
+        load_replayable(tmp_path / "old.json")
 
 
 def test_replay_script(tmp_path: Path) -> None:

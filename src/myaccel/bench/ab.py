@@ -26,7 +26,7 @@ from myaccel.bench.campaign import BenchContext, measure_run, server_info, worth
 from myaccel.bench.compare import Comparison, compare_runs
 from myaccel.bench.dataset import ensure_dataset
 from myaccel.bench.profiles import WRITE_WORKLOADS, Profile
-from myaccel.bench.replay import check_schemas
+from myaccel.bench.replay import check_schemas, replay_info
 from myaccel.bench.run_record import RunRecord
 from myaccel.bench.runner import RunSpec, connection_args, preflight, run_sysbench
 from myaccel.bench.session import (
@@ -374,6 +374,7 @@ class AbRequest:
     out_dir: Path | None = None
     candidate_label: str = "candidate"
     workload: Workload | None = None  # a captured workload the profile replays
+    replay: dict[str, Any] | None = None  # what its runs record (``replay.replay_info``)
     baseline_label: str = "baseline"
     more: tuple[Arm, ...] = ()  # further arms, by their own names
     pairs: tuple[ArmPair, ...] = ()  # comparisons beyond baseline vs candidate
@@ -535,6 +536,7 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
         expect=h.dataset,
         arms={k: a.describe() for k, a in req.arms.items()},
         out_dir=req.out_dir,
+        replay=req.replay or (replay_info(req.workload) if req.workload is not None else None),
     )
     return interleave(sb, ready, req.arms, setup=setup, progress=progress, harness=h)
 

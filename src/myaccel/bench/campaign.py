@@ -73,6 +73,8 @@ class BenchContext:
     on_event: EventFn | None = None
     index: CampaignIndex | None = None
     records: list[RunRecord] = field(default_factory=list)
+    # a replay's campaign: what its runs record of it (``bench.replay.replay_info``)
+    replay: dict[str, Any] | None = None
 
     def event(self, msg: str) -> None:
         if self.on_event:
@@ -230,6 +232,28 @@ def _cache_check(expect: Any, hit: float | None) -> str | None:
     return None
 
 
+def _replay_part(
+    ctx: BenchContext, output: str, parsed: SysbenchOutput, warnings: list[str]
+) -> dict[str, Any] | None:
+    """A replay's part of the record (``bench.replay``: its pool, and the statements it
+    issued per class, errors counted apart), and its warning when statements failed."""
+    replay = None
+    if ctx.replay is not None:
+        from myaccel.bench.replay import replay_counts
+
+        replay = {**ctx.replay, **(replay_counts(output) or {})}
+    if replay is not None and "failed" in replay:
+        if replay["failed"]:
+            warnings.append(
+                f"{replay['failed']:,} of {replay['statements']:,} replayed statements failed "
+                f"({replay['duplicate_key_errors']:,} on a duplicate key): counted apart, "
+                "not retried"
+            )
+    elif parsed.failure is FailureKind.IGNORED_ERRORS_PRESENT:
+        warnings.append("ignored errors were retried: latency and query counts are inflated")
+    return replay
+
+
 def measure_run(
     ctx: BenchContext, spec: RunSpec, *, index: int, arm: str | None = None
 ) -> RunRecord:
@@ -273,8 +297,7 @@ def measure_run(
             f"{parsed.failure.value}: "
             + "; ".join(parsed.failure_reasons or ("no usable summary",))
         )
-    if parsed.failure is FailureKind.IGNORED_ERRORS_PRESENT:
-        warnings.append("ignored errors were retried: latency and query counts are inflated")
+    replay = _replay_part(ctx, raw.output, parsed, warnings)
     err_rate = None
     recon = 0
     if summary is not None:
@@ -354,6 +377,7 @@ def measure_run(
             k: round(v, 4) for k, v in per_transaction(c0, c1, k0, k1, _all_events(parsed)).items()
         },
         output_file=out_file.name,
+        replay=replay,
     )
     path = ctx.out_dir / f"run-{index:03d}.json"
     save(path, rec, private=True)

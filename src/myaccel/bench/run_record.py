@@ -155,6 +155,10 @@ class RunRecord(Frozen):
     # and host context switches per transaction, host CPU shares in %.
     per_txn: dict[str, float] = Field(default_factory=dict)
     output_file: str | None = None
+    # a replay of a captured workload (``bench.replay.replay_info`` and ``replay_counts``):
+    # the observed concurrency and the pool's size, the statements issued per class,
+    # successes and errors apart (duplicate keys among them)
+    replay: dict[str, Any] | None = None
 
     @field_validator("command")
     @classmethod

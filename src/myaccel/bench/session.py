@@ -24,7 +24,7 @@ from myaccel.bench.campaign import (
 )
 from myaccel.bench.dataset import ensure_dataset, size_dataset
 from myaccel.bench.profiles import Profile
-from myaccel.bench.replay import check_schemas
+from myaccel.bench.replay import check_schemas, replay_info
 from myaccel.bench.run_record import CampaignIndex, RunRecord, config_digest, private_dir
 from myaccel.bench.runner import RunSpec, preflight
 from myaccel.bench.workload import Workload
@@ -151,6 +151,7 @@ class CampaignSetup:
     arms: dict[str, dict[str, Any]] | None = None
     resume: Resume | None = None  # the campaign of ``check_results_dir`` that runs extend
     out_dir: Path | None = None  # the results directory; None: a new one under results/
+    replay: dict[str, Any] | None = None  # a replay's campaign (``bench.replay.replay_info``)
 
 
 def open_campaign(
@@ -183,6 +184,7 @@ def open_campaign(
         },
         server_pid=setup.pid,
         on_event=note,
+        replay=setup.replay,
     )
     ctx.index = CampaignIndex(
         campaign_id=cid,
@@ -287,6 +289,7 @@ class BenchRequest:
     # a captured workload the profile replays (``bench.replay``): its schemas are checked
     # instead of a sysbench dataset prepared
     workload: Workload | None = None
+    replay: dict[str, Any] | None = None  # what its runs record (``replay.replay_info``)
 
 
 @dataclass(frozen=True)
@@ -334,6 +337,7 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
         pid=req.server_pid,
         resume=resume,
         out_dir=req.out_dir,
+        replay=req.replay or (replay_info(req.workload) if req.workload is not None else None),
     )
     ctx = open_campaign(
         setup,

@@ -25,7 +25,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import ConfigDict, Field, StringConstraints
 
 from myaccel.artifacts import artifact, load
-from myaccel.bench import choices
+from myaccel.bench import choices, placeholders, pool
 from myaccel.capture import sqlguard
 from myaccel.errors import UsageError
 from myaccel.model import Strict
@@ -116,6 +116,12 @@ class Concurrency(Part):
     threads_running: list[Count] = Field(default_factory=list, max_length=MAX_SAMPLES)
     threads_running_mean: float | None = Field(default=None, ge=0, le=MAX_COUNT)
     threads_running_p95: float | None = Field(default=None, ge=0, le=MAX_COUNT)
+    # sessions open at once (``bench.pool``): the most, their time-weighted p95, and the
+    # observed concurrency a replay's pool is sized to; absent in older files (a replay
+    # then derives them from the traces and the Threads_running samples)
+    sessions_open_max: int | None = Field(default=None, ge=0, le=MAX_CONNECTIONS)
+    sessions_open_p95: int | None = Field(default=None, ge=0, le=MAX_CONNECTIONS)
+    observed: int | None = Field(default=None, ge=1, le=MAX_CONNECTIONS)
 
 
 class SchemaInfo(Part):
@@ -147,6 +153,10 @@ class Workload(Part):
     source: Literal["performance_schema", "general_log"]
     window_s: float = Field(ge=0, le=MAX_US)
     redacted: bool = False
+    # redacted with typed placeholders (``bench.placeholders``: ``{int:3}``, ``{str:12}``):
+    # a replay fills them with values of the same shape; a redaction without them (``?``,
+    # older files) cannot be replayed
+    placeholders: bool = False
     statements_total: Count
     statements_per_s: float = Field(ge=0, le=MAX_COUNT)
     classes: list[StatementClass] = Field(max_length=MAX_CLASSES)
@@ -167,10 +177,30 @@ class Workload(Part):
         """The classes a replay issues: replayable, with an example and a count."""
         return [c for c in self.classes if c.replayable and c.examples and c.count > 0]
 
+    def observed(self) -> pool.Observed:
+        """How many sessions ran at once (``bench.pool``): as the capture recorded it, or
+        derived from the traces and the Threads_running samples (older files)."""
+        c = self.concurrency
+        if c.observed is not None:
+            return pool.Observed(
+                sessions=c.connections,
+                open_max=c.sessions_open_max or 0,
+                open_p95=c.sessions_open_p95 or 0,
+                threads_running_p95=c.threads_running_p95,
+                concurrency=c.observed,
+            )
+        spans = pool.spans(
+            ((t.id, s.t_ms / 1000, s.latency_us) for t in self.connections for s in t.statements),
+            whole_seconds=self.trace_gaps == "start-to-start"
+            or (self.trace_gaps is None and self.source == "general_log"),
+        )
+        return pool.observe(spans, max(1, c.connections), c.threads_running_p95)
+
     @property
     def replay_threads(self) -> int:
-        """The concurrency a replay runs at: the client connections seen (at least 1)."""
-        return max(1, self.concurrency.connections)
+        """The concurrency a replay runs at: the observed concurrency (the sessions open
+        at once, ``bench.pool``), not the connections ever seen (at least 1)."""
+        return max(1, self.observed().concurrency)
 
     @property
     def schema_names(self) -> list[str]:
@@ -223,10 +253,12 @@ def load_replayable(path: Path) -> Workload:
     """A workload that can be replayed: not redacted, with statements to issue, each of
     them one a replay may issue (``check_replayable``)."""
     w = load_workload(path)
-    if w.redacted:
+    if w.redacted and not w.placeholders:
         raise UsageError(
-            f"workload '{path}' was captured with --redact: it has no literals to replay",
-            hint="capture again without --redact for replays (redacted captures are for sharing)",
+            f"workload '{path}' was redacted without typed placeholders (literals as ?): "
+            "it has no values to replay",
+            hint="capture again, with this version's --redact (typed placeholders) or "
+            "without --redact",
         )
     if not w.replay_classes():
         raise UsageError(
@@ -242,15 +274,18 @@ def issued(w: Workload) -> Iterator[tuple[StatementClass, str, str]]:
     each example of a replayed class, each traced statement of one (as ``bench.replay``
     pairs them, by class id)."""
     replayed = w.replay_classes()
+    # a template's placeholders filled with values of their shape (``bench.placeholders``:
+    # digits, letters, dates in quotes), as the replay fills them
+    shown = placeholders.sample if w.placeholders else str
     for c in replayed:
         for i, sql in enumerate(c.examples, 1):
-            yield c, f"example {i}", sql
+            yield c, f"example {i}", shown(sql)
     by_id = {c.id: c for c in replayed}
     for t in w.connections:
         for i, st in enumerate(t.statements, 1):
             k = by_id.get(st.class_id)
             if k is not None:
-                yield k, f"statement {i} of connection {t.id}", st.sql
+                yield k, f"statement {i} of connection {t.id}", shown(st.sql)
 
 
 def _shown(sql: str, width: int = 60) -> str:

@@ -20,6 +20,7 @@ from myaccel.actions.journal import JournalOwner
 from myaccel.actions.protocol import apply_with_restart, rollback_with_restart
 from myaccel.actions.settings import setting_for
 from myaccel.actions.target import ServerTarget
+from myaccel.bench import pool
 from myaccel.bench.trace_gaps import with_gaps
 from myaccel.bench.workload import Concurrency, Overhead, SchemaInfo, Workload
 from myaccel.capture import logdir, privileges, sqlguard
@@ -176,12 +177,22 @@ def _concurrency(events: list[Event], samples: list[int], interval: float) -> Co
     """The client connections that ran statements in the window (the replay's threads)
     and the Threads_running samples."""
     s = sorted(samples)
+    tr_p95 = percentile(s, 95) if s else None
+    sessions = len({e.conn_id for e in events})
+    spans = pool.spans(
+        ((e.conn_id, e.t_s, e.latency_us) for e in events),
+        whole_seconds=all(e.latency_us is None for e in events),
+    )
+    seen = pool.observe(spans, sessions, tr_p95)
     return Concurrency(
-        connections=len({e.conn_id for e in events}),
+        connections=sessions,
         sample_interval_s=interval,
         threads_running=samples,
         threads_running_mean=round(sum(s) / len(s), 2) if s else None,
-        threads_running_p95=percentile(s, 95) if s else None,
+        threads_running_p95=tr_p95,
+        sessions_open_max=seen.open_max,
+        sessions_open_p95=seen.open_p95,
+        observed=seen.concurrency,
     )
 
 

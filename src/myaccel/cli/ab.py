@@ -18,6 +18,7 @@ from myaccel.cli.progress import note
 if TYPE_CHECKING:  # the domain (with numpy, scipy) is imported where used, not by `--help`
     from myaccel.bench.ab import AbResult
     from myaccel.bench.compare import Comparison
+    from myaccel.bench.run_record import RunRecord
 
 
 def given_on_command_line(param: str) -> bool:
@@ -95,11 +96,12 @@ def ab(opts: AbOptions) -> None:
     """
     from myaccel import proc
     from myaccel.bench import ab as ab_domain
+    from myaccel.bench.replay import replay_scripts
     from myaccel.bench.session import check_results_dir
     from myaccel.cli.progress import TerminalProgress
 
     t0 = time.monotonic()
-    with terminate_as_interrupt():
+    with terminate_as_interrupt(), replay_scripts():
         prof, workload = sweep_profile(opts)
         harness = opts.harness_options()
         out = Path(opts.out_dir) if opts.out_dir else None
@@ -131,6 +133,7 @@ def ab(opts: AbOptions) -> None:
                 out_dir=out,
                 candidate_label=opts.candidate_label,
                 workload=workload,
+                replay=opts.replay_record(workload),
             ),
             TerminalProgress(),
         )
@@ -148,6 +151,8 @@ def render_ab(result: AbResult, t0: float) -> None:
     out, records = result.out_dir, result.records
     write_output(out / "comparison.md", format_markdown(result.comparison))
     click.echo(format_markdown(result.comparison), nl=False)
+    for line in format_replay_arms(records):
+        click.echo(line)
     require_valid_arms(records, out)
     harness = sum(r.harness_cpu_s or 0 for r in records)
     run_wall = sum(r.wall_s for r in records) or 1
@@ -156,6 +161,25 @@ def render_ab(result: AbResult, t0: float) -> None:
     click.echo(
         f"duration: {time.monotonic() - t0:.0f} s; harness CPU {100 * harness / run_wall:.2f}% of one CPU during the runs"
     )
+
+
+def format_replay_arms(records: list[RunRecord]) -> list[str]:
+    """A replay's statements per arm, summed over its runs: successes and errors apart
+    (the arms replay the same workload from the same snapshot: their errors compare)."""
+    arms: dict[str, dict[str, int]] = {}
+    for r in records:
+        rep = r.replay
+        if rep is None or "statements" not in rep:
+            continue
+        a = arms.setdefault(r.arm or "-", {"statements": 0, "failed": 0, "dup": 0})
+        a["statements"] += int(rep["statements"])
+        a["failed"] += int(rep["failed"])
+        a["dup"] += int(rep["duplicate_key_errors"])
+    return [
+        f"replay, {arm}: {a['statements']:,} statements, {a['failed']:,} failed "
+        f"({a['dup']:,} on a duplicate key), counted apart"
+        for arm, a in arms.items()
+    ]
 
 
 def write_outputs(cmp: Comparison, out: Path) -> None:

@@ -237,10 +237,11 @@ def accelerate(opts: AccelerateOptions) -> None:
     with --allow-ddl, missing schemas are created from the DDL in the capture)."""
     from myaccel import accelerate as pipeline
     from myaccel.bench.profiles import build_profile
+    from myaccel.bench.replay import replay_scripts
     from myaccel.cli.report import report_after_run
 
     t0 = time.monotonic()
-    with terminate_as_interrupt():
+    with terminate_as_interrupt(), replay_scripts():
         # every check before anything is written, started or created
         prof = build_profile(opts.profile_options())
         build_spec = opts.build_spec()

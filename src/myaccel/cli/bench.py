@@ -115,6 +115,7 @@ class ReplayFlags:
     workload_file: str | None = None
     replay_mode: str = "mix"
     paced: bool = False
+    replay_keys: str = "shift"
 
     def replay(self, prof: Profile, *, threads_given: bool) -> tuple[Profile, Workload | None]:
         """``prof`` replaying the workload file (``--replay-mode``, ``--paced``), or
@@ -131,17 +132,31 @@ class ReplayFlags:
         from myaccel.bench.workload import load_replayable
 
         if self.workload_file is None:
-            if self.paced or self.replay_mode != "mix":
+            if self.paced or self.replay_mode != "mix" or self.replay_keys != "shift":
                 raise UsageError(
-                    "--paced and --replay-mode apply to the replay of a captured workload",
+                    "--paced, --replay-mode and --replay-keys apply to the replay of a captured workload",
                     hint="add --workload-file W.json (a file of `myaccel capture`)",
                 )
             return prof, None
         check_pacing(self.replay_mode, self.paced)
         w = load_replayable(Path(self.workload_file))
-        script = write_replay_script(w, mode=cast(ReplayMode, self.replay_mode))
+        script = write_replay_script(
+            w, mode=cast(ReplayMode, self.replay_mode), shift_keys=self.replay_keys == "shift"
+        )
         rate = captured_rate(w) if self.paced else None
         return replay_profile(prof, w, script, threads_given=threads_given, rate_per_s=rate), w
+
+    def replay_record(self, w: Workload | None) -> dict[str, object] | None:
+        """What the runs of the replay record of it (``bench.replay.replay_info``)."""
+        from typing import cast
+
+        from myaccel.bench.choices import ReplayMode
+        from myaccel.bench.replay import replay_info
+
+        if w is None:
+            return None
+        info = replay_info(w, cast(ReplayMode, self.replay_mode), self.workload_file)
+        return {**info, "keys": self.replay_keys}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -263,6 +278,13 @@ sweep_options = options.compose(
 @options_into(BenchOptions)
 def bench(opts: BenchOptions) -> None:
     """Run sysbench workloads and record one JSON document per run."""
+    from myaccel.bench.replay import replay_scripts
+
+    with replay_scripts():  # a replay's script lives as long as its campaign's runs
+        _bench(opts)
+
+
+def _bench(opts: BenchOptions) -> None:
     from myaccel.bench.session import BenchRequest, run_bench
     from myaccel.cli.progress import TerminalProgress
 
@@ -293,6 +315,7 @@ def bench(opts: BenchOptions) -> None:
             out_dir=Path(opts.out_dir) if opts.out_dir else None,
             prepare_only=opts.prepare_only,
             workload=workload,
+            replay=opts.replay_record(workload),
         ),
         TerminalProgress(),
     )
@@ -305,6 +328,8 @@ def render_bench(result: BenchResult) -> None:
     from myaccel.bench.session import require_valid_runs
 
     click.echo(format_runs_table(result.records))
+    for line in format_replay(result.records):
+        click.echo(line)
     require_valid_runs(result.records, result.out_dir)
     harness = sum(r.harness_cpu_s or 0 for r in result.records)
     run_wall = sum(r.wall_s for r in result.records) or 1
@@ -312,6 +337,37 @@ def render_bench(result: BenchResult) -> None:
     click.echo(
         f"duration: {result.duration_s:.0f} s; harness CPU {harness:.2f} s = {100 * harness / run_wall:.2f}% of one CPU over the runs"
     )
+
+
+def format_replay(records: list[RunRecord]) -> list[str]:
+    """A replay's lines under the runs' table: its pool (the observed concurrency) and,
+    per run, the statements it issued, successes and errors apart."""
+    reps = [(r, r.replay) for r in records if r.replay is not None]
+    if not reps:
+        return []
+    info = reps[0][1] or {}
+    out = [
+        f"replay: {info.get('pool_threads')} thread(s) = the observed concurrency "
+        f"({info.get('observed')}), not the {info.get('captured_sessions')} captured "
+        "connection(s)"
+        + ("; a new connection per session" if info.get("reconnect_per_session") else "")
+    ]
+    for r, rep in reps:
+        if rep is None or "statements" not in rep:
+            continue
+        errnos = ", ".join(f"{k}: {v:,}" for k, v in rep.get("errors_by_errno", {}).items())
+        given = (
+            f" at {r.threads} thread(s) (--threads)"
+            if r.threads != info.get("pool_threads")
+            else ""
+        )
+        out.append(
+            f"run {r.index:03d}{given}: {rep['statements']:,} statements, {rep['succeeded']:,} "
+            f"succeeded, {rep['failed']:,} failed ({rep['error_pct']:.2f}%; duplicate key "
+            f"{rep['duplicate_key_errors']:,}{'; by error ' + errnos if errnos else ''}), "
+            f"{rep['sessions_opened']:,} connection(s) opened"
+        )
+    return out
 
 
 def format_runs_table(records: list[RunRecord]) -> str:

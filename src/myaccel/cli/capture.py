@@ -127,18 +127,20 @@ def capture(opts: CaptureOptions) -> None:
     if original is not None:
         from typing import cast
 
+        from myaccel.bench.replay import replay_scripts
         from myaccel.bench.workload import ReplayMode
         from myaccel.capture.check import check_replay
         from myaccel.capture.fidelity import format_fidelity
 
-        result = check_replay(
-            original,
-            req,
-            note,
-            threads=opts.threads,
-            paced=opts.paced,
-            mode=cast(ReplayMode, opts.replay_mode),
-        )
+        with replay_scripts():  # the replay's script is removed with its run
+            result = check_replay(
+                original,
+                req,
+                note,
+                threads=opts.threads,
+                paced=opts.paced,
+                mode=cast(ReplayMode, opts.replay_mode),
+            )
         save(out, result.replayed, private=True)
         click.echo(format_workload(result.replayed))
         click.echo("")
@@ -189,6 +191,8 @@ def format_workload(w: Workload, top: int = 12) -> str:
         f"{c.connections} connection(s), Threads_running mean {tr}",
         f"schemas: {', '.join(s.name for s in w.schemas) or '-'}",
     ]
+    seen = w.observed()
+    lines.append(f"observed concurrency {seen.concurrency} ({seen.basis}): a replay's threads")
     o = w.overhead
     if o is not None and o.qps_before is not None:
         cost = "-" if o.overhead_pct is None else f"{o.overhead_pct:+.1f}%"

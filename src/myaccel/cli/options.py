@@ -143,4 +143,12 @@ replay = compose(
         help="With --workload-file: replay at the captured statements per second "
         "(sysbench --rate) instead of as fast as the server answers.",
     ),
+    click.option(
+        "--replay-keys",
+        type=click.Choice(("shift", "as-captured")),
+        default="shift",
+        show_default=True,
+        help="With --workload-file: shift = an insert's explicit integer primary key gets a "
+        "new value each time (no duplicate key); as-captured = issued as written.",
+    ),
 )

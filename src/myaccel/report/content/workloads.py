@@ -48,7 +48,8 @@ def _view(lw: Loaded[Workload]) -> WorkloadView:
     line = (
         f"{w.statements_total:,} statements in {w.window_s:.1f} s from "
         f"{w.source.replace('_', ' ')} ({w.statements_per_s:,.1f}/s), {len(w.classes)} classes, "
-        f"{c.connections} connection(s){running}"
+        f"{c.connections} connection(s){running}, observed concurrency "
+        f"{w.observed().concurrency}"
     )
     o = w.overhead
     overhead = None
