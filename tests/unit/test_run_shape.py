@@ -99,7 +99,8 @@ def test_a_run_of_another_workload_is_run_again_once(monkeypatch: pytest.MonkeyP
         seen.append((index, str(arm), spec.seed))
         per_tx = next(shapes)
         why = _shape_check(spec, summary(10_000, int(10_000 * per_tx)))
-        return SimpleNamespace(validity=SimpleNamespace(reasons=[why] if why else []))
+        reasons = [why] if why else []
+        return SimpleNamespace(validity=SimpleNamespace(reasons=reasons, failure="ok"))
 
     monkeypatch.setattr(ab, "measure_run", fake_measure)
     monkeypatch.setattr(ab, "arm_snapshots", lambda sb, arms, note: {a: f"snap-{a}" for a in arms})
@@ -128,3 +129,23 @@ def test_a_run_of_another_workload_is_run_again_once(monkeypatch: pytest.MonkeyP
     # every attempt from its arm's restored snapshot; the arms' snapshots removed at the end
     assert sb.restores == [f"snap-{a}" for _, a, _ in seen] and sb.starts == 6
     assert sorted(sb.deleted) == ["snap-baseline", "snap-candidate"]
+
+
+@pytest.mark.parametrize(
+    ("failure", "again"),
+    [
+        ("crashed", True),
+        ("connection-lost", True),
+        ("reconnects-present", True),
+        ("fatal-sql-error", False),
+        ("ok", False),
+    ],
+)
+def test_a_run_that_lost_its_server_is_worth_running_again(failure: str, again: bool) -> None:
+    from myaccel.bench.campaign import worth_running_again
+
+    rec = SimpleNamespace(validity=SimpleNamespace(reasons=[f"{failure}: why"], failure=failure))
+    why = worth_running_again(rec)  # type: ignore[arg-type]
+    assert (why is not None) == again
+    if again:
+        assert why == f"lost its client ({failure}: why)"
