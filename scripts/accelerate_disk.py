@@ -51,22 +51,29 @@ def main() -> int:
         datadir = dir_size_bytes(prod.dir / "data")
         me = f"{shlex.quote(sys.executable)} -m myaccel sandbox restart prod"
         peak = [0]
+        at_peak: dict[str, int] = {}
         stop = threading.Event()
 
         def sample() -> None:
             while not stop.is_set():
                 total = 0
+                parts: dict[str, int] = {}
                 for root, dirs, files in os.walk(home):  # errors (removed meanwhile) skipped
                     if Path(root) == prod.dir:
                         dirs[:] = []
                         continue
+                    where = "/".join(Path(root).relative_to(home).parts[:4])
                     for f in files:
                         try:
                             st = os.lstat(os.path.join(root, f))
                         except OSError:
                             continue
                         total += st.st_blocks * 512
-                peak[0] = max(peak[0], total)
+                        parts[where] = parts.get(where, 0) + st.st_blocks * 512
+                if total > peak[0]:
+                    peak[0] = total
+                    at_peak.clear()
+                    at_peak.update(parts)
                 time.sleep(0.2)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -105,6 +112,8 @@ def main() -> int:
         for ln in needs:
             print(ln.strip())
         print(f"peak under MYACCEL_HOME (production sandbox left out): {peak[0] / MIB:.0f} MiB")
+        for where, size in sorted(at_peak.items(), key=lambda kv: -kv[1])[:8]:
+            print(f"  at the peak: {size / MIB:7.0f} MiB  {where}")
         return done.returncode
     finally:
         for sb in Sandbox.list_all(home=home):
