@@ -51,11 +51,22 @@ def test_a_run_that_lost_its_server_is_run_again(
     out = tmp_path / "res"
     seen: list[str] = []
     extra = ["--ignore-errors", ignore] if ignore else []
-    args = ["bench", "--sandbox", sandbox_env.name, "-w", "ro", "-t", "2", "--runs", "1"]
+    args = [
+        "bench",
+        "--sandbox",
+        sandbox_env.name,
+        "-w",
+        "ro",
+        "-t",
+        "2",
+        "--runs",
+        "1",
+        "--cleanup",
+    ]
     watcher = restart_during_first_run(sandbox_env, seen)
     r = CliRunner().invoke(cli, [*args, "--out", str(out), *extra, *TINY])
     watcher.join(timeout=130)
-    assert seen, "the server was not restarted during the run"
+    assert seen, f"the server was not restarted during the run: {r.stderr[-1500:]}"
     assert r.exit_code == 0, r.stderr
     runs = load_runs(out)
     assert len(runs) == 2, [x.validity for x in runs]
