@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the capture machinery is imported where used, not by `--hel
 
 LITERALS_LINE = (
     "the workload file holds the statements' literal values (your customers' data): keep it "
-    "private; --redact replaces them by ? to share a capture"
+    "private; --redact replaces them by typed placeholders (a redacted capture still replays)"
 )
 
 
