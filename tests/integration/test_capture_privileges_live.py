@@ -282,16 +282,19 @@ def mysql(home: Path, mysql_basedir: Path | None) -> Iterator[tuple[Sandbox, Ser
     yield from _sandbox(home, "mysql", mysql_basedir)
 
 
-@pytest.fixture(scope="module")
-def stock(home: Path) -> Iterator[Server]:
-    """MariaDB run by hand as the OS user mysql, as a distribution's service runs it."""
+def _stock_server(home: Path, private_tmp: bool) -> Iterator[Server]:
+    """MariaDB run by hand as the OS user mysql, as a distribution's service runs it;
+    ``private_tmp``: in a mount namespace of its own with another directory on /tmp, as a
+    unit's ``PrivateTmp=true`` runs it (its files then live under /var/tmp)."""
     if os.geteuid() != 0:
         pytest.skip("starting a server as another user needs root")
     try:
         mysql_user = pwd.getpwnam("mysql")
     except KeyError:
         pytest.skip("no OS user mysql")
-    base = Path(tempfile.mkdtemp(prefix="myaccel-stock-", dir="/tmp"))
+    base = Path(
+        tempfile.mkdtemp(prefix="myaccel-stock-", dir="/var/tmp" if private_tmp else "/tmp")
+    )
     base.chmod(0o755)
     data, run = base / "data", base / "run"
     for d in (data, run):
@@ -311,23 +314,28 @@ def stock(home: Path) -> Iterator[Server]:
         timeout=120,
     )
     sock = run / "mysqld.sock"
-    server = subprocess.Popen(
-        [
-            "/usr/sbin/mariadbd",
-            "--no-defaults",
-            "--user=mysql",
-            f"--datadir={data}",
-            f"--socket={sock}",
-            "--skip-networking",
-            f"--pid-file={run / 'mysqld.pid'}",
-            f"--log-error={run / 'error.log'}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    argv = [
+        "/usr/sbin/mariadbd",
+        "--no-defaults",
+        "--user=mysql",
+        f"--datadir={data}",
+        f"--socket={sock}",
+        "--skip-networking",
+        f"--pid-file={run / 'mysqld.pid'}",
+        f"--log-error={run / 'error.log'}",
+    ]
+    if private_tmp:
+        own = base / "tmp"
+        own.mkdir()
+        own.chmod(0o1777)
+        script = f"mount --bind {own} /tmp && exec {' '.join(argv)}"
+        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         admin = ConnectParams(host=None, port=3306, socket=str(sock), user="root", password=None)
         for _ in range(120):
+            if server.poll() is not None:
+                pytest.skip(f"the server did not start: {server.stderr.read()[-300:]!r}")
             try:
                 connect(admin).close()
                 break
@@ -339,6 +347,16 @@ def stock(home: Path) -> Iterator[Server]:
         server.terminate()
         server.wait(60)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def stock(home: Path) -> Iterator[Server]:
+    yield from _stock_server(home, private_tmp=False)
+
+
+@pytest.fixture(scope="module")
+def stock_private_tmp(home: Path) -> Iterator[Server]:
+    yield from _stock_server(home, private_tmp=True)
 
 
 # ---------------------------------------------------------------- tests
@@ -573,3 +591,33 @@ def test_killed_capture_cleaned_by_rollback(maria: tuple[Sandbox, Server]) -> No
     assert code == 0, err
     assert "was killed and left" in err
     assert not left.exists() and s.settings() == before
+
+
+def test_stock_mariadb_with_a_private_tmp(stock_private_tmp: Server, tmp_path: Path) -> None:
+    """The server sees another /tmp (a unit's PrivateTmp=true): the log goes to the
+    server's own /tmp, made and read through /proc/PID/root, and is gone after; nothing
+    is made in myaccel's /tmp."""
+    s = stock_private_tmp
+    pid = int(Path(str(s.query("SELECT @@pid_file")[0][0])).read_text())
+    theirs = Path(f"/proc/{pid}/root/tmp/myaccel-capture")
+    ours = Path(tempfile.gettempdir()) / "myaccel-capture"
+    before = sorted(ours.iterdir()) if ours.is_dir() else []
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.extend(d.name for d in theirs.glob("general-log-*") if d.name not in seen)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        w = _capture_ok(s, tmp_path, "general_log", DOCS[("general_log", "mariadb")])
+    finally:
+        done.set()
+        watcher.join(5)
+    names = _log_dirs_named(Path(w.journal or ""))
+    assert names and set(names) <= set(seen), (names, seen)
+    assert not any((theirs / n).exists() for n in names)
+    assert (sorted(ours.iterdir()) if ours.is_dir() else []) == before

@@ -176,7 +176,9 @@ def test_make_log_dir_for_another_user(open_tmp: Path) -> None:
     shared.mkdir(mode=0o755)
     other = logdir.ServerUser(65534, 65534, "test")  # nobody
     plan = logdir.LogDirPlan(shared / "myaccel-capture", (65534, 65534))
-    path = logdir.make_log_dir(plan, other)
+    log = logdir.make_log_dir(plan, other)
+    assert log.local == log.path  # the server shares this file system
+    path = log.path
     d = path.parent
     assert stat.S_IMODE((shared / "myaccel-capture").stat().st_mode) == 0o711
     assert (d.stat().st_uid, stat.S_IMODE(d.stat().st_mode)) == (65534, 0o700)
@@ -228,3 +230,17 @@ def test_rollback_removes_only_a_dead_captures_own_dir(tmp_path: Path) -> None:
     logdir.remove_left(entries, said.append)
     assert not home_dir.exists() and not shared_dir.exists()
     assert running.exists() and elsewhere.exists() and len(said) == 2
+
+
+def test_a_server_with_its_own_tmp_is_reached_through_its_root(tmp_path: Path) -> None:
+    """A unit's PrivateTmp=true: the server is told a name in its /tmp, myaccel makes
+    and reads the file through /proc/PID/root."""
+    proc = tmp_path / "proc"
+    (proc / "42" / "root" / "tmp").mkdir(parents=True)
+    assert logdir.private_tmp(42, Path("/tmp"), proc_root=proc)  # another directory
+    (proc / "43" / "root").mkdir(parents=True)
+    (proc / "43" / "root" / "tmp").symlink_to("/tmp")
+    assert not logdir.private_tmp(43, Path("/tmp"), proc_root=proc)  # the same one
+    assert not logdir.private_tmp(44, Path("/tmp"), proc_root=proc)  # gone: not said
+    plan = logdir.LogDirPlan(Path("/tmp/myaccel-capture"), (1, 1), Path("/proc/42/root"))
+    assert plan.local(Path("/tmp/myaccel-capture/x")) == Path("/proc/42/root/tmp/myaccel-capture/x")

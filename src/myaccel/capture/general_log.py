@@ -12,9 +12,9 @@ import datetime as dt
 import re
 import shutil
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 from myaccel.capture.assemble import Event
+from myaccel.capture.logdir import LogFile
 from myaccel.capture.source import Conn, Ours, SourceName
 
 # MariaDB: "261125  4:49:09\t     7 Query\tSELECT ..." or "\t\t     7 Query\tSELECT ...";
@@ -103,16 +103,19 @@ def parse_general_log(
 class GeneralLogSource:
     name: SourceName = "general_log"
 
-    def __init__(self, ours: Ours, log_output: str, path: Path) -> None:
-        """``path``: the empty log file made for the server's user (``logdir.prepare``),
-        in a directory of its own that ``cleanup`` removes."""
+    def __init__(self, ours: Ours, log_output: str, log: LogFile) -> None:
+        """``log``: the empty log file made for the server's user (``logdir.prepare``),
+        in a directory of its own that ``cleanup`` removes; the server is told its
+        ``path``, myaccel reads it at ``local`` (the same unless the server has a /tmp of
+        its own)."""
         self.ours = ours
         self.notes: list[str] = [
             "the general log has no latency; times have a 1 s resolution (a timed replay "
             "spreads a connection's statements of one second evenly within it)"
         ]
-        self.dir = path.parent
-        self.path = path
+        self.dir = log.local.parent
+        self.path = log.path
+        self.local = log.local
         self.log_output = log_output_with_file(log_output)
         self.schemas: dict[int, str] = {}
 
@@ -133,12 +136,12 @@ class GeneralLogSource:
         return None
 
     def finish(self, conn: Conn) -> list[Event]:
-        if not self.path.is_file():
+        if not self.local.is_file():
             self.notes.append(f"the server wrote no general log at {self.path}")
             return []
         # the log stays on while it is read: read what the window wrote, no more
-        with self.path.open("rb") as fh:
-            data = fh.read(self.path.stat().st_size)
+        with self.local.open("rb") as fh:
+            data = fh.read(self.local.stat().st_size)
         lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
         events = parse_general_log(lines, self.ours.connection_ids, self.schemas)
         if any(_ISO_LINE.match(line) for line in lines[:20]):  # MySQL: to the microsecond

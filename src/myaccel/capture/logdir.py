@@ -13,6 +13,12 @@ first (its process, from ``@@pid_file`` and ``/proc``; else the owner of its dat
   ``tmpdir`` on a stock install), the file made first, 0600, owned by the server's user;
 - otherwise no one but root could make such a directory: refused before any switch.
 
+A service unit with ``PrivateTmp=true`` (not Debian's ``mariadb.service``, which says
+``PrivateTmp=false``; others do) gives the server a ``/tmp`` of its own: the name it is told
+(``general_log_file``) must be one in its ``/tmp``. Then, as root, the directory is made
+and the log read through the server's own view of the file system (``/proc/PID/root``),
+under the same name.
+
 Each directory is named after the capture's pid (``general-log-PID-XXXX``): the capture
 removes it at its end (also on an error); one left by a killed capture is removed when
 its journal is rolled back (``myaccel rollback``, or the next command's repair of orphaned
@@ -48,6 +54,7 @@ class ServerUser:
     uid: int
     gid: int
     evidence: str  # how it was found
+    pid: int | None = None  # the server's process, when it was found from it
 
     @property
     def name(self) -> str:
@@ -77,7 +84,9 @@ def find_server_user(
         if pid > 0:
             ids = ids_from_status((proc_root / str(pid) / "status").read_text())
             if ids is not None:
-                return ServerUser(ids[0], ids[1], f"server pid {pid} (@@pid_file {pid_file})")
+                return ServerUser(
+                    ids[0], ids[1], f"server pid {pid} (@@pid_file {pid_file})", pid=pid
+                )
     with contextlib.suppress(OSError):
         if datadir:
             st = os.stat(datadir)
@@ -107,6 +116,34 @@ def traversable(path: Path, uid: int, gid: int, stat_fn: Callable[[Path], os.sta
 class LogDirPlan:
     parent: Path
     owner: tuple[int, int] | None  # chown the directory and file to this uid/gid
+    # where myaccel reaches the server's file system when the server has a /tmp of its
+    # own (``/proc/PID/root``); None: the same file system as myaccel's
+    seen_from: Path | None = None
+
+    def local(self, path: Path) -> Path:
+        """``path`` as the server names it, as myaccel reaches it."""
+        return path if self.seen_from is None else self.seen_from / path.relative_to("/")
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """The capture's general log: ``path`` as the server is told (``general_log_file``),
+    ``local`` where myaccel reads and removes it (the same unless the server has a private
+    ``/tmp``)."""
+
+    path: Path
+    local: Path
+
+
+def private_tmp(pid: int, tmp: Path, proc_root: Path = Path("/proc")) -> bool:
+    """Whether process ``pid`` sees another ``tmp`` than this process (a unit's
+    ``PrivateTmp=true``: its own mount there)."""
+    try:
+        theirs = os.stat(proc_root / str(pid) / "root" / tmp.relative_to("/"))
+        ours = os.stat(tmp)
+    except (OSError, ValueError):
+        return False
+    return (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino)
 
 
 def plan_log_dir(server: ServerUser | None, euid: int, home: Path, shared_tmp: Path) -> LogDirPlan:
@@ -115,7 +152,10 @@ def plan_log_dir(server: ServerUser | None, euid: int, home: Path, shared_tmp: P
     if server is None or server.uid == euid:
         return LogDirPlan(home / "capture", None)
     if euid == 0:
-        return LogDirPlan(shared_tmp / SHARED_NAME, (server.uid, server.gid))
+        seen_from = None
+        if server.pid is not None and private_tmp(server.pid, shared_tmp):
+            seen_from = Path(f"/proc/{server.pid}/root")
+        return LogDirPlan(shared_tmp / SHARED_NAME, (server.uid, server.gid), seen_from)
     raise LogDirRefused(
         f"the server runs as {server.name} (uid {server.uid}, {server.evidence}) and cannot "
         f"write the general log into a directory of myaccel's user (uid {euid})",
@@ -158,37 +198,37 @@ def _shared_parent(parent: Path, euid: int) -> None:
     os.chmod(parent, 0o711)
 
 
-def make_log_dir(plan: LogDirPlan, server: ServerUser | None) -> Path:
+def make_log_dir(plan: LogDirPlan, server: ServerUser | None) -> LogFile:
     """Make the capture's directory and its empty log file (0700 / 0600, the server's
-    user's when ``plan.owner``); return the file's path. Directories left by killed
-    captures are removed first."""
+    user's when ``plan.owner``). Directories left by killed captures are removed first."""
     euid = os.geteuid()
+    parent = plan.local(plan.parent)
     if plan.owner is None:
-        plan.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     else:
-        _shared_parent(plan.parent, euid)
-    for old in stale_dirs(plan.parent):
+        _shared_parent(parent, euid)
+    for old in stale_dirs(parent):
         shutil.rmtree(old, ignore_errors=True)
-    d = Path(tempfile.mkdtemp(prefix=f"general-log-{os.getpid()}-", dir=plan.parent))  # 0700
-    path = d / LOG_NAME
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    d = Path(tempfile.mkdtemp(prefix=f"general-log-{os.getpid()}-", dir=parent))  # 0700
+    local = d / LOG_NAME
+    fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         if plan.owner is not None:
             os.fchown(fd, *plan.owner)
             os.chown(d, *plan.owner)
     finally:
         os.close(fd)
-    if server is not None and not traversable(path.parent, server.uid, server.gid, os.stat):
+    if server is not None and not traversable(local.parent, server.uid, server.gid, os.stat):
         shutil.rmtree(d, ignore_errors=True)
         raise LogDirRefused(
-            f"the server's user {server.name} cannot reach {path.parent}",
+            f"the server's user {server.name} cannot reach {local.parent}",
             hint="set MYACCEL_HOME (or TMPDIR, as root) to a directory whose parents "
             f"{server.name} may search",
         )
-    return path
+    return LogFile(plan.parent / d.name / LOG_NAME, local)
 
 
-def prepare(pid_file: str, datadir: str) -> Path:
+def prepare(pid_file: str, datadir: str) -> LogFile:
     """The general log file of a capture, where the server's user writes it."""
     server = find_server_user(pid_file, datadir)
     plan = plan_log_dir(server, os.geteuid(), myaccel_home(), Path(tempfile.gettempdir()))
