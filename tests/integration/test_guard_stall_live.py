@@ -49,6 +49,7 @@ TX_PER_S = 8.0  # per thread
 STALL_AT_S = 5.0  # into the after window
 STALL_S = 60.0
 WINDOW_S = 80.0
+BEFORE_S = 20.0
 
 
 class App:
@@ -176,7 +177,16 @@ def guarded(sb: Sandbox, window_s: float, seen: list[Verdict], on_after: Any = N
     def record(v: Verdict, j: Path) -> None:
         seen.append(v)
 
-    return guarded_apply(plan, pc, server, window_s=window_s, settle_s=0, say=say, record=record)
+    return guarded_apply(
+        plan,
+        pc,
+        server,
+        window_s=window_s,
+        settle_s=0,
+        say=say,
+        record=record,
+        before_s=BEFORE_S,  # 20 s of a steady 128 statements/s: its noise is well known
+    )
 
 
 def show(v: Verdict) -> None:

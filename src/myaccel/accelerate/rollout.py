@@ -41,13 +41,16 @@ def guarded_apply(
     settle_s: float,
     say: Callable[[str], None],
     record: Callable[[Verdict, Path], None] = lambda v, j: None,
+    before_s: float | None = None,
 ) -> Rollout:
-    """Apply ``pc`` to ``target``'s server between two windows of its counters;
-    ``record`` sees the verdict before a rollback."""
+    """Apply ``pc`` to ``target``'s server between two windows of its counters (the
+    before window ``before_s`` long, ``window_s`` unless given); ``record`` sees the
+    verdict before a rollback."""
     assert target.params is not None
     params = target.params
-    say(f"live server: the before window ({window_s:.0f} s)")
-    before, problems = safe_window(params, "before", window_s)
+    before_s = window_s if before_s is None else before_s
+    say(f"live server: the before window ({before_s:.0f} s)")
+    before, problems = safe_window(params, "before", before_s)
     if problems:
         raise ApplyError(
             "the server is not healthy before the apply: " + "; ".join(problems),
