@@ -34,8 +34,8 @@ from myaccel.actions.target import (
 from myaccel.clone.errors import CloneError, MissingPrivileges, NoDiskForCopy
 from myaccel.clone.source import SourceServer
 from myaccel.errors import MyaccelError
-from myaccel.server.connection import connect, query_rows
-from myaccel.server.privileges import ALIASES, SET_GLOBAL, read_privileges
+from myaccel.server.connection import connect
+from myaccel.server.privileges import ALIASES, SET_GLOBAL, may_select, read_privileges
 from myaccel.server.sandbox.layout import sandboxes_root
 from myaccel.units import format_bytes
 
@@ -174,24 +174,12 @@ def _performance_schema_on(src: SourceServer) -> bool:
     return src.variables.get("performance_schema", "").upper() in ("ON", "1")
 
 
-def _can_read(conn: pymysql.connections.Connection[Any], table: str) -> bool:
-    """Whether the account may SELECT from ``table`` (asked of the server itself: a global,
-    schema or table grant, or a role, all count; no row is read)."""
-    try:
-        query_rows(conn, f"SELECT 1 FROM {table} LIMIT 0")
-    except pymysql.err.MySQLError as exc:
-        if exc.args and exc.args[0] in (1142, 1044):  # denied on the table / the schema
-            return False
-        raise
-    return True
-
-
 def check_privileges(src: SourceServer, purpose: Purpose) -> list[str]:
     conn = connect(src.params)
     try:
         have = global_privileges(conn)
         missing = [p for p in needed_privileges(src, purpose) if not _satisfied(p, have)]
-        if purpose == "apply" and _performance_schema_on(src) and not _can_read(conn, GUARD_TABLE):
+        if purpose == "apply" and _performance_schema_on(src) and not may_select(conn, GUARD_TABLE):
             missing.append(PFS_SELECT)
     finally:
         conn.close()

@@ -111,3 +111,23 @@ def grant_statements(missing: list[Need], user: str) -> list[str]:
     name, _, host = user.partition("@")
     who = f"'{name}'@'{host or '%'}'"
     return [f"GRANT {', '.join(p)} ON {on} TO {who}" for on, p in by_on.items()]
+
+
+# the server's answers to a SELECT the account may not run: on the schema, on the table
+DENIED = (1044, 1142)
+
+
+def may_select(conn: pymysql.connections.Connection[Any], table: str) -> bool:
+    """Whether the account may SELECT from ``table`` (``schema.table``, quoted as needed),
+    asked of the server itself, so that a global, schema or table grant and a role all
+    count; no row is read. Without SELECT the server says "denied" whether the table exists
+    or not; a missing table or schema (1146, 1049) is an answer the account may see."""
+    try:
+        query_rows(conn, f"SELECT 1 FROM {table} LIMIT 0")
+    except pymysql.err.MySQLError as exc:
+        if exc.args and exc.args[0] in DENIED:
+            return False
+        if exc.args and exc.args[0] in (1146, 1049):
+            return True
+        raise
+    return True
