@@ -34,9 +34,10 @@ integration: system-deps venv
 	$(BIN)/pytest -q -m integration tests
 
 # Two pytest workers, then the tests that assert a measured performance effect, alone: a
-# verdict needs the machine to itself (the other worker's tests are load on 2 CPUs).
+# verdict needs the machine to itself (the other worker's tests are load on 2 CPUs). Whole
+# files per worker, the slowest first (tests/conftest.py SLOWEST_FIRST).
 test: system-deps venv lint typecheck
-	$(BIN)/pytest -q -n 2 --dist loadfile --durations=40 -m 'not alone' tests
+	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=60 -m 'not alone' tests
 	$(BIN)/pytest -q -m alone tests
 	$(MAKE) fleet-test
 

@@ -8,6 +8,7 @@ checked from inside the guest (/proc/PID/exe, the unit's ExecStart, the files)."
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
@@ -65,14 +66,20 @@ def test_accelerate_the_systemd_server_with_a_swapped_binary(
     copy = guest.run(f"/opt/myaccel/bin/python -c '{SECOND_BINARY}'").strip()
     assert _exe(guest) == "/usr/sbin/mariadbd"
     pid0 = main_pid(guest)
-    r = guest.ssh(
+    command = (
         f"cd /root && MYACCEL_HOME={HOME} myaccel accelerate {SERVER} --build "
         f"--build-dir {BUILD} --swap-binary --force --profile quick --runs 1 --time 5 "
-        f"--scale 0.05 --window 5 --settle 5 --yes --out {HOME}/acc",
-        timeout=3000,
+        f"--scale 0.05 --window 5 --settle 5 --yes --out {HOME}/acc"
     )
+    # every line with the guest's clock, so that the log shows where the time goes
+    stamped = (
+        "set -o pipefail; ( "
+        + command
+        + r""" ) 2>&1 | while IFS= read -r l; do printf '%(%T)T %s\n' -1 "$l"; done"""
+    )
+    r = guest.ssh(f"bash -c {shlex.quote(stamped)}", timeout=3000)
     said = r.stdout + r.stderr
-    for line in said.strip().splitlines()[-12:]:
+    for line in said.strip().splitlines():
         lab_timings.say(f"  accelerate: {line}")
     assert r.returncode == 0, said[-3000:]
     assert "restart method: systemd (mariadb.service)" in said, said[-3000:]

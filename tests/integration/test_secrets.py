@@ -290,14 +290,15 @@ def test_ab_bench_password_never_leaks(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_accelerate_password_never_leaks(tmp_path: Path) -> None:
     """accelerate on an existing server (a sandbox of its own, as it changes settings,
-    reached by socket and user) with the smallest settings it takes (~1 min: its profile
-    keeps a 10 s warm-up per run); the password by ``--password=``, which its campaigns
+    reached by socket and user) with the smallest settings it takes (2 s runs after a 1 s
+    warm-up); the password by ``--password=``, which its campaigns
     and report.md record redacted."""
     home, mhome, out = tmp_path / "home", tmp_path / "myaccel-home", tmp_path / "acc"
     home.mkdir()
     with canary_sandbox("secrets-acc", tmp_path / "sandbox-home") as (sb, canary):
         conn = ["-S", str(sb.socket), "-u", USER, f"--password={canary}"]
-        small = ["--runs", "1", "--time", "2", "--scale", "0.05", "--out", str(out)]
+        small = ["--runs", "1", "--time", "2", "--warmup", "1", "--scale", "0.05"]
+        small += ["--out", str(out)]
         o = run_myaccel(
             ["accelerate", *conn, "--yes", *small],
             _env(home, mhome),

@@ -1,7 +1,13 @@
 import pytest
 
 from myaccel.bench.ab import abba_order
-from myaccel.bench.profiles import PROFILES, get_profile, normalize_workload
+from myaccel.bench.profiles import (
+    PROFILES,
+    ProfileOptions,
+    build_profile,
+    get_profile,
+    normalize_workload,
+)
 from myaccel.bench.run_record import config_digest
 from myaccel.bench.runner import RunSpec, mask_password, run_argv
 from myaccel.errors import UsageError
@@ -84,6 +90,18 @@ def test_profiles() -> None:
         "tdsql",
         "kunpeng",
     }
+
+
+def test_explicit_options_win_over_scale() -> None:
+    """--scale shrinks the profile's own sizes; --time/--warmup/--table-size given on the
+    command line are taken as given (before, --time 2 --scale 0.05 ran 10 s runs)."""
+    scaled = build_profile(ProfileOptions(name="quick", scale=0.05))
+    assert (scaled.duration_s, scaled.warmup_s, scaled.table_size) == (10, 2, 5000)
+    both = build_profile(
+        ProfileOptions(name="quick", scale=0.05, duration_s=2, warmup_s=1, table_size=2000)
+    )
+    assert (both.duration_s, both.warmup_s, both.table_size, both.scale) == (2, 1, 2000, 0.05)
+    assert build_profile(ProfileOptions(name="quick", warmup_s=0)).warmup_s == 0
 
 
 def test_workload_names() -> None:

@@ -131,7 +131,12 @@ def _shape_check(spec: RunSpec, s: RunSummary) -> str | None:
     if want is None or spec.extra or s.ignored_errors or s.reconnects or s.transactions < 100:
         return None
     got = s.queries / s.transactions
-    if abs(got - want) <= 0.02 * want:
+    # the window's counters are differences taken while transactions run: at each edge up to
+    # one transaction per thread is split (its statements on one side, its commit on the
+    # other), so a short, slow window may differ by up to threads x want statements in all
+    # (in the lab's TCG guest: 137 transactions of 8 threads gave 15.37 where 16 is right)
+    edges = spec.threads * want / s.transactions
+    if abs(got - want) <= 0.02 * want + edges:
         return None
     return (
         f"the client ran {got:.2f} statements per transaction where {spec.workload} runs "

@@ -219,14 +219,16 @@ def build_profile(opts: ProfileOptions) -> Profile:
             normalize_workload(w)
     if opts.threads:
         prof = replace(prof, threads=opts.threads)
+    # --scale shrinks the profile's own sizes; an option given explicitly (--time 2) wins
+    # over it: scaled first, then the overrides
+    if opts.scale is not None:
+        prof = prof.scaled(opts.scale)
     for option, name, least in _OVERRIDES:
         v = getattr(opts, name)
         if v is not None:
             if v < least:
                 raise UsageError(f"--{option} must be positive", hint="see myaccel bench --help")
             prof = replace(prof, **{name: v})
-    if opts.scale is not None:
-        prof = prof.scaled(opts.scale)
     for w in prof.workloads:
         if w.endswith(".lua") and not Path(w).is_file():
             raise UsageError(

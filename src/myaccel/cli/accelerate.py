@@ -130,6 +130,7 @@ def _replay(
 @options.durability()
 @options.runs
 @options.time
+@options.warmup
 @options.scale
 @options.out_dir
 @options.server_unit(

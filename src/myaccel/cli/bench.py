@@ -98,13 +98,18 @@ class ProfileFlags:
     profile: str = "quick"
     runs: int | None = None
     time: int | None = None
+    warmup: int | None = None
     scale: float | None = None
 
     def profile_options(self) -> ProfileOptions:
         from myaccel.bench.profiles import ProfileOptions
 
         return ProfileOptions(
-            name=self.profile, runs_per_arm=self.runs, duration_s=self.time, scale=self.scale
+            name=self.profile,
+            runs_per_arm=self.runs,
+            duration_s=self.time,
+            warmup_s=self.warmup,
+            scale=self.scale,
         )
 
 
@@ -165,7 +170,6 @@ class SweepFlags(ProfileFlags, ReplayFlags):
 
     workload: tuple[str, ...] = ()
     threads: str | None = None
-    warmup: int | None = None
     tables: int | None = None
     table_size: int | None = None
     report_interval: int | None = None
