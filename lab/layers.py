@@ -28,8 +28,13 @@ LAYER = "deps.qcow2"
 COMPLETE = ".complete"
 
 
+# bump when what the layer holds changes (2: matplotlib's font cache built in it)
+LAYER_RECIPE = 2
+
+
 def layer_dir(image: Image, house: Path) -> Path:
-    return image.directory.parent.parent / "layers" / f"{image.directory.name}-{house.name}"
+    name = f"{image.directory.name}-{house.name}-r{LAYER_RECIPE}"
+    return image.directory.parent.parent / "layers" / name
 
 
 def deps_layer(image: Image, house: Path, timings: Timings) -> Path:

@@ -55,7 +55,7 @@ def _exe(guest: Guest) -> str:
 def test_accelerate_the_systemd_server_with_a_swapped_binary(
     myaccel_guest: Guest, lab_timings: Timings
 ) -> None:
-    """One run per arm and cell, 5 s each: the machinery, not a verdict (a TCG guest is
+    """One read-write run per arm, 5 s each: the machinery, not a verdict (a TCG guest is
     never timed); --force swaps the copy in although it cannot beat itself."""
     guest = myaccel_guest
     guest.run(
@@ -68,7 +68,7 @@ def test_accelerate_the_systemd_server_with_a_swapped_binary(
     pid0 = main_pid(guest)
     command = (
         f"cd /root && MYACCEL_HOME={HOME} myaccel accelerate {SERVER} --build "
-        f"--build-dir {BUILD} --swap-binary --force --profile quick --runs 1 --time 5 "
+        f"--build-dir {BUILD} --swap-binary --force --profile quick -w rw --runs 1 --time 5 "
         f"--scale 0.05 --window 5 --settle 5 --yes --out {HOME}/acc"
     )
     # every line with the guest's clock, so that the log shows where the time goes

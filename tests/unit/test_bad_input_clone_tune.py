@@ -281,6 +281,19 @@ CASES: list[tuple[str, list[str], int, str]] = [
         "--workload-file",
     ),
     (
+        "accelerate-workload-unknown",
+        ["accelerate", *NO_SERVER, "-w", "oltp_nothing"],
+        USAGE,
+        "oltp_nothing",
+    ),
+    ("accelerate-warmup-negative", ["accelerate", *NO_SERVER, "--warmup", "-1"], USAGE, "--warmup"),
+    (
+        "accelerate-workload-and-workload-file",
+        ["accelerate", "--sandbox", FAKE, "-w", "rw", "--workload-file", "{in_}/facts.json"],
+        USAGE,
+        "cannot be combined with --workload",
+    ),
+    (
         "accelerate-build-dir-without-build",
         ["accelerate", *NO_SERVER, "--build-dir", "{in_}/emptydir"],
         USAGE,

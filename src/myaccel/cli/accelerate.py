@@ -121,12 +121,13 @@ def _replay(
             "sandbox",
             hint="add --workload-file W.json, or drop --allow-ddl",
         )
-    return opts.replay(prof, threads_given=False)
+    return opts.replay(prof, threads_given=False, workloads_given=bool(opts.workload))
 
 
 @click.command()
 @server_options
 @options.profile
+@options.workload
 @options.durability()
 @options.runs
 @options.time

@@ -96,6 +96,7 @@ class ProfileFlags:
     """The options every benchmarking command has for its profile."""
 
     profile: str = "quick"
+    workload: tuple[str, ...] = ()
     runs: int | None = None
     time: int | None = None
     warmup: int | None = None
@@ -106,6 +107,7 @@ class ProfileFlags:
 
         return ProfileOptions(
             name=self.profile,
+            workloads=self.workload,
             runs_per_arm=self.runs,
             duration_s=self.time,
             warmup_s=self.warmup,
@@ -122,9 +124,16 @@ class ReplayFlags:
     paced: bool = False
     replay_keys: str = "shift"
 
-    def replay(self, prof: Profile, *, threads_given: bool) -> tuple[Profile, Workload | None]:
+    def replay(
+        self, prof: Profile, *, threads_given: bool, workloads_given: bool
+    ) -> tuple[Profile, Workload | None]:
         """``prof`` replaying the workload file (``--replay-mode``, ``--paced``), or
         ``prof`` itself without one."""
+        if self.workload_file is not None and workloads_given:
+            raise UsageError(
+                "--workload-file replays a captured workload: it cannot be combined with --workload",
+                hint="drop --workload (or --workload-file)",
+            )
         from typing import cast
 
         from myaccel.bench.choices import ReplayMode
@@ -168,7 +177,6 @@ class ReplayFlags:
 class SweepFlags(ProfileFlags, ReplayFlags):
     """The profile options of ``bench`` and ``ab`` beyond ``ProfileFlags``."""
 
-    workload: tuple[str, ...] = ()
     threads: str | None = None
     tables: int | None = None
     table_size: int | None = None
@@ -212,12 +220,9 @@ def sweep_profile(flags: SweepFlags) -> tuple[Profile, Workload | None]:
     from myaccel.bench.profiles import build_profile
 
     prof = build_profile(flags.profile_options())
-    if flags.workload_file is not None and flags.workload:
-        raise UsageError(
-            "--workload-file replays a captured workload: it cannot be combined with --workload",
-            hint="drop --workload (or --workload-file)",
-        )
-    return flags.replay(prof, threads_given=flags.threads is not None)
+    return flags.replay(
+        prof, threads_given=flags.threads is not None, workloads_given=bool(flags.workload)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
