@@ -9,11 +9,12 @@ example no cgroup memory limit).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from myaccel.artifacts import artifact
+from myaccel.cpulist import check_cpu_list, parse_cpu_list
 
 T = TypeVar("T")
 
@@ -32,6 +33,11 @@ class Strict(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+
+# A kernel CPU list (``0-3,8``), checked wherever the model holds one: live facts are checked
+# by their readers, a facts file (``plan --facts F``) only here; a bad one is a clear error
+# naming the field (``server.cpus_allowed.value: '0-' is not a CPU number or range``)
+CpuListText = Annotated[str, AfterValidator(check_cpu_list)]
 
 # A Fact added to facts/1 after documents of it were written: those read it as unknown.
 NOT_PROBED = "not probed (facts of an older myaccel)"
@@ -75,9 +81,20 @@ def unknown(reason: str, source: str = "") -> Fact[Any]:
 
 class NumaNode(Frozen):
     node: int
-    cpus: str
+    cpus: CpuListText
     cpu_count: int
     memory_total_bytes: int | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NumaNode:
+        listed = len(parse_cpu_list(self.cpus))
+        if self.cpu_count != listed:
+            raise ValueError(
+                f"node {self.node}: cpu_count {self.cpu_count} but cpus lists {listed}"
+            )
+        if self.memory_total_bytes is not None and self.memory_total_bytes < 0:
+            raise ValueError(f"node {self.node}: memory_total_bytes is negative")
+        return self
 
 
 class CacheLevel(Frozen):
@@ -98,7 +115,7 @@ class CpuFacts(Frozen):
     part: Fact[str]
     model_name: Fact[str]
     logical_cpus: Fact[int]
-    online_cpus: Fact[str]
+    online_cpus: Fact[CpuListText]
     sockets: Fact[int]
     cores_per_socket: Fact[int]
     threads_per_core: Fact[int]
@@ -208,7 +225,7 @@ class StorageFacts(Frozen):
 class Irq(Frozen):
     irq: int
     name: str
-    affinity: str | None = None  # smp_affinity_list
+    affinity: CpuListText | None = None  # smp_affinity_list
     count: int | None = None  # interrupts so far, summed over CPUs
 
 
@@ -263,8 +280,8 @@ class ServerFacts(Frozen):
     data_size_bytes: Fact[int]
     pid: Fact[int]
     binary_path: Fact[str]
-    cpus_allowed: Fact[str]
-    mems_allowed: Fact[str]
+    cpus_allowed: Fact[CpuListText]
+    mems_allowed: Fact[CpuListText]
     cgroup_limit_bytes: Fact[int]
     # CPUs worth of cgroup quota (cpu.max 400000 100000 -> 4.0); known None: no quota
     cpu_quota_cpus: Fact[float] = added_later(float)

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from myaccel.cpulist import MAX_CPU, parse_cpu_list
 from myaccel.facts.collect import DEFAULT_DATADIRS, collect_facts
 from myaccel.facts.cpu import collect_cpu
 from myaccel.facts.kernel import collect_kernel
@@ -28,7 +29,7 @@ from myaccel.facts.network import collect_network
 from myaccel.facts.perfcap import collect_perf
 from myaccel.facts.render import format_markdown, format_text
 from myaccel.facts.storage import collect_storage
-from myaccel.facts.sysroot import MAX_CPU, Sysroot, parse_cpu_list, parse_int, parse_size
+from myaccel.facts.sysroot import Sysroot, parse_int, parse_size
 from myaccel.model import Facts
 
 ROOTS = Path(__file__).parent.parent / "fixtures" / "sysroots"

@@ -4,10 +4,11 @@ import pytest
 from click.testing import CliRunner
 
 from myaccel.cli.main import cli
+from myaccel.cpulist import format_cpu_list, parse_cpu_list
 from myaccel.errors import SysrootError
 from myaccel.facts.collect import collect_facts
 from myaccel.facts.memory import cgroup_memory, selected_choice
-from myaccel.facts.sysroot import Sysroot, format_cpu_list, parse_cpu_list, parse_size
+from myaccel.facts.sysroot import Sysroot, parse_size
 
 
 def write(root: Path, rel: str, text: str) -> None:

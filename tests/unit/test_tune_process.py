@@ -14,8 +14,8 @@ import tune_fixtures as fx
 from myaccel import proc
 from myaccel.actions.guard import ServerId, check_plan
 from myaccel.bench import ab
+from myaccel.cpulist import parse_cpu_list
 from myaccel.errors import UsageError
-from myaccel.facts.sysroot import parse_cpu_list
 from myaccel.model import NumaNode, known
 from myaccel.tune import process
 from myaccel.tune.process import (

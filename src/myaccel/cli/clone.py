@@ -51,7 +51,7 @@ def _cpus(text: str | None, allowed: set[int] | None = None) -> list[int] | None
     affinity), so the fence's ``taskset`` cannot fail later."""
     if text is None:
         return None
-    from myaccel.facts.sysroot import parse_cpu_list
+    from myaccel.cpulist import parse_cpu_list
 
     mine = sorted(allowed if allowed is not None else os.sched_getaffinity(0))
     upper = mine[len(mine) // 2]

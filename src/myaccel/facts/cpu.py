@@ -7,7 +7,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from myaccel.facts.sysroot import MAX_CPU, Sysroot, format_cpu_list, parse_size
+from myaccel.cpulist import MAX_CPU, format_cpu_list
+from myaccel.facts.sysroot import Sysroot, parse_size
 from myaccel.facts.virt import collect_hypervisor
 from myaccel.model import CacheLevel, CpuFacts, Fact, NumaNode, known, same_named, unknown
 

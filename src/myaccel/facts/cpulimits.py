@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 
+from myaccel.cpulist import parse_cpu_list
 from myaccel.facts.cgroup import ancestors, cgroup_paths
-from myaccel.facts.sysroot import Sysroot, parse_cpu_list
+from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Fact, Facts, known, unknown
 
 V1_CPU_BASES = ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from myaccel.facts.sysroot import Sysroot, format_cpu_list
+from myaccel.cpulist import format_cpu_list
+from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Fact, Irq, NetInterface, NetworkFacts, known, unknown
 
 NET = "/sys/class/net"

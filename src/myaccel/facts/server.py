@@ -8,9 +8,10 @@ from typing import Any
 
 import pymysql
 
+from myaccel.cpulist import parse_cpu_list
 from myaccel.facts.cpulimits import cgroup_cpu_quota
 from myaccel.facts.memory import cgroup_memory
-from myaccel.facts.sysroot import Sysroot, parse_cpu_list
+from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Fact, ServerFacts, known, unknown
 from myaccel.server.connection import ConnectParams, connect, query_rows
 from myaccel.server.flavor import parse_server_version

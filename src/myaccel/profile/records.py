@@ -371,8 +371,8 @@ def context_switches_from_proc_stat(
 
 def parse_cpulist(text: str) -> list[int]:
     """``0-3,8,10-11`` -> [0, 1, 2, 3, 8, 10, 11]; garbage raises ValueError (the probe's
-    one strict parser, ``myaccel.facts.sysroot.parse_cpu_list``)."""
-    from myaccel.facts.sysroot import parse_cpu_list
+    one strict parser, ``myaccel.cpulist.parse_cpu_list``)."""
+    from myaccel.cpulist import parse_cpu_list
 
     return parse_cpu_list(text)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from myaccel.facts.sysroot import format_cpu_list, parse_cpu_list
+from myaccel.cpulist import format_cpu_list, parse_cpu_list
 from myaccel.model import NetInterface
 from myaccel.rules.base import RuleContext, Skip, recommend, rule
 from myaccel.rules.conditions import managed

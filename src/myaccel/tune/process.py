@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from myaccel import proc
-from myaccel.facts.sysroot import format_cpu_list, parse_cpu_list
+from myaccel.cpulist import format_cpu_list, parse_cpu_list
 from myaccel.knobs.server_knobs import ServerKnobs
 from myaccel.knobs.values import KnobValue
 from myaccel.model import Facts

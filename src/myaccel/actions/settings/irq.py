@@ -15,9 +15,10 @@ from pathlib import Path
 from myaccel.actions.files import read_kernel_value, write_kernel_value
 from myaccel.actions.journal import JournalEntry, OldState
 from myaccel.actions.settings.base import Change, RootedSetting
+from myaccel.cpulist import format_cpu_list, parse_cpu_list
 from myaccel.errors import UsageError
 from myaccel.facts.network import INTERRUPTS, interface_irqs, irqbalance_pid, parse_interrupts
-from myaccel.facts.sysroot import Sysroot, format_cpu_list, parse_cpu_list
+from myaccel.facts.sysroot import Sysroot
 
 RUNTIME_ONLY = "runtime only: the kernel resets IRQ affinity at boot (apply again after one)"
 

@@ -10,8 +10,8 @@ from myaccel.actions.errors import ApplyError
 from myaccel.actions.files import check_value_text, host_path
 from myaccel.actions.journal import JournalEntry
 from myaccel.actions.settings.base import Change, ManagedEntrySetting, Runner
+from myaccel.cpulist import parse_cpu_list
 from myaccel.errors import UsageError
-from myaccel.facts.sysroot import parse_cpu_list
 
 SYSTEMD_DROPIN_NAME = "99-myaccel.conf"
 SYSTEMD_UNIT_DIRS = (
