@@ -119,3 +119,26 @@ def test_a_four_cpu_server_on_a_many_core_host_is_sized_as_four_cpus() -> None:
     assert cited and all(c.startswith("4 (") for c in cited)
     # no rule sized by the host's 128 CPUs
     assert not any("128" in v for v, _ in small.values() if v.isdigit())
+
+
+def test_an_unreadable_quota_file_is_unknown_not_no_quota(tmp_path: Path) -> None:
+    sr = sysroot_tree(
+        tmp_path,
+        {
+            "/proc/4242/cgroup": "0::/system.slice/db.service\n",
+            "/sys/fs/cgroup/cpu.max": "max 100000\n",
+        },
+    )
+    (tmp_path / "sys/fs/cgroup/system.slice/db.service/cpu.max").mkdir(parents=True)
+    q = cgroup_cpu_quota(sr, "/proc/4242/cgroup")
+    assert not q.known and "db.service/cpu.max" in (q.unknown or "")
+    v1 = sysroot_tree(
+        tmp_path / "v1",
+        {
+            "/proc/4242/cgroup": "3:cpu,cpuacct:/db\n",
+            "/sys/fs/cgroup/cpu,cpuacct/db/cpu.cfs_period_us": "100000\n",
+        },
+    )
+    (tmp_path / "v1/sys/fs/cgroup/cpu,cpuacct/db/cpu.cfs_quota_us").mkdir(parents=True)
+    q1 = cgroup_cpu_quota(v1, "/proc/4242/cgroup")
+    assert not q1.known and "cpu.cfs_quota_us" in (q1.unknown or "")

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from test_rules import ROOTS, server
 
 from myaccel.cli.main import cli
 from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
 from myaccel.facts.load import load_facts
 from myaccel.model import Facts, NumaNode
-from test_rules import ROOTS, server
 
 GOOD = ROOTS / "kunpeng920-2s"
 

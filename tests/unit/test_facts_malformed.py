@@ -160,8 +160,13 @@ def test_issue_cpu_lists_each_unknown_with_reason_rest_kept(edit: Editor) -> Non
     assert "node0/cpulist" in (c.numa_nodes.unknown or "") and "'zz'" in (
         c.numa_nodes.unknown or ""
     )
-    assert "index2/shared_cpu_list" in (c.caches.unknown or "")
-    assert "'garbage'" in (c.caches.unknown or "")
+    # issue 34: one bad cache file no longer hides every level; the field it held is None
+    # and the source says why
+    assert c.caches.known and "index2/shared_cpu_list" in c.caches.source
+    assert "'garbage'" in c.caches.source
+    kept, was = c.caches.value or [], intact.caches.value or []
+    assert len(kept) == len(was) and kept[2].shared_cpu_count is None
+    assert [lv for i, lv in enumerate(kept) if i != 2] == [lv for i, lv in enumerate(was) if i != 2]
     for f in (c.threads_per_core, c.physical_cores, c.cores_per_socket):
         assert "cpu1/topology/thread_siblings_list" in (f.unknown or "")
     # valid fields of the same probe are kept (the CPU list comes from /proc/cpuinfo)
@@ -418,3 +423,19 @@ HUBS = frozenset(
 )
 # Fields computed from several files whose source names only the one that decided the value.
 DERIVED = frozenset({"memory.effective_limit_bytes"})
+
+
+def test_one_bad_cache_file_keeps_the_other_levels(edit: Editor) -> None:
+    """Issue 34: a garbage ``size`` made every cache level unknown. Now only that size is
+    None; a garbage ``level`` leaves that index out; unknown only when no index parses."""
+    intact = probe(edit.root(G)).cpu.caches.value or []
+    edit.write(G, f"{CPU}/cpu0/cache/index2/size", b"zz\n")
+    c = probe(edit.root(G)).cpu.caches
+    assert c.known and "index2" in c.source and "'zz'" in c.source
+    got = c.value or []
+    assert got[2].size_bytes is None and got[2].level == intact[2].level
+    assert [lv.size_bytes for lv in got[:2]] == [lv.size_bytes for lv in intact[:2]]
+    edit.write(G, f"{CPU}/cpu0/cache/index1/level", b"x\n")
+    c = probe(edit.root(G)).cpu.caches
+    assert c.known and "index1 skipped" in c.source
+    assert len(c.value or []) == len(intact) - 1

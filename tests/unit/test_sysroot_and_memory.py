@@ -106,3 +106,17 @@ def test_cli_probe_json_schema_and_roundtrip(tmp_path: Path) -> None:
     assert f.schema_version == "myaccel.facts/1" and f.cpu.logical_cpus.value == 2
     r = CliRunner().invoke(cli, ["probe", "--schema"])
     assert r.exit_code == 0 and '"CpuFacts"' in r.output
+
+
+def test_an_unreadable_memory_max_is_unknown_not_no_limit(tmp_path: Path) -> None:
+    """Issue 34: an unreadable leaf under a ``max`` parent read as "no limit". A file that
+    is there but cannot be read (here a directory: CI runs as root, so a chmod 000 file
+    would still read) makes the limit unknown, naming the file; an absent one is skipped."""
+    write(tmp_path, "proc/self/cgroup", "0::/db\n")
+    write(tmp_path, "sys/fs/cgroup/memory.max", "max\n")
+    (tmp_path / "sys/fs/cgroup/db/memory.max").mkdir(parents=True)
+    _, _, limit = cgroup_memory(Sysroot(tmp_path), "/proc/self/cgroup")
+    assert not limit.known and "/sys/fs/cgroup/db/memory.max" in (limit.unknown or "")
+    (tmp_path / "sys/fs/cgroup/db/memory.max").rmdir()
+    _, _, limit = cgroup_memory(Sysroot(tmp_path), "/proc/self/cgroup")
+    assert limit.known and limit.value is None  # absent leaf, "max" above: no limit

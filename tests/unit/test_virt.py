@@ -98,3 +98,35 @@ def test_new_hisilicon_parts_decode(tmp_path: Path, part: str, model: str, famil
     cpu = collect_cpu(Sysroot(dst))
     assert cpu.model.value == model and cpu.family.value == family
     assert cpu.vendor.value == "HiSilicon"
+
+
+@pytest.mark.parametrize(
+    ("part", "model", "family"),
+    [
+        ("0x662", "Phytium FTC662", "phytium-ftc662"),
+        ("0x862", "Phytium FTC862", "phytium-ftc862"),
+        ("0x303", "Phytium FTC310", "phytium-ftc310"),
+        ("0x999", "Phytium part 0x999", "phytium"),
+    ],
+)
+def test_phytium_decodes(tmp_path: Path, part: str, model: str, family: str) -> None:
+    """Issue 34: implementer 0x70 read as "unknown implementer 0x70", family arm-other. The
+    cpuinfo is SYNTH (the Kunpeng tree's, with Phytium's implementer and an ARMv8.0 Features
+    line: no atomics, so no LSE)."""
+    src = SYSROOTS / "kunpeng920-2s"
+    dst = tmp_path / "root"
+    shutil.copytree(src, dst, symlinks=True)
+    cpuinfo = dst / "proc" / "cpuinfo"
+    text = cpuinfo.read_text().replace("CPU implementer\t: 0x48", "CPU implementer\t: 0x70")
+    text = text.replace("CPU part\t: 0xd01", f"CPU part\t: {part}")
+    text = "\n".join(
+        "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid"
+        if line.startswith("Features")
+        else line
+        for line in text.splitlines()
+    )
+    cpuinfo.write_text(text + "\n")
+    cpu = collect_cpu(Sysroot(dst))
+    assert cpu.vendor.value == "Phytium"
+    assert cpu.model.value == model and cpu.family.value == family
+    assert cpu.has_lse.value is False

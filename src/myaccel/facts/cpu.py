@@ -22,7 +22,9 @@ _GOVERNOR = re.compile(r"[A-Za-z0-9_-]+")
 
 # aarch64 MIDR implementer -> vendor, and (implementer, part) -> (model, family id).
 # Sources: Arm Technical Reference Manuals (MIDR_EL1 part numbers) and the Linux kernel's
-# arch/arm64/include/asm/cputype.h; KNOWLEDGE.md section 7.
+# arch/arm64/include/asm/cputype.h; KNOWLEDGE.md section 7. Phytium (0x70): util-linux's
+# lscpu-arm.c part table (whose name FTC310 for part 0x303 is used; Phytium's own kernel
+# headers call it FTC303) and QEMU's Phytium CPU definitions (0x662, 0x663, 0x862).
 ARM_IMPLEMENTERS = {
     0x41: "ARM",
     0x42: "Broadcom",
@@ -33,6 +35,7 @@ ARM_IMPLEMENTERS = {
     0x50: "APM",
     0x51: "Qualcomm",
     0x61: "Apple",
+    0x70: "Phytium",
     0xC0: "Ampere",
 }
 ARM_PARTS: dict[tuple[int, int], tuple[str, str]] = {
@@ -59,6 +62,13 @@ ARM_PARTS: dict[tuple[int, int], tuple[str, str]] = {
     (0x41, 0xD84): ("Neoverse V3", "neoverse-v3"),
     (0xC0, 0xAC3): ("AmpereOne", "ampereone"),
     (0x50, 0x000): ("X-Gene", "xgene"),
+    (0x70, 0x303): ("Phytium FTC310", "phytium-ftc310"),
+    (0x70, 0x660): ("Phytium FTC660", "phytium-ftc660"),
+    (0x70, 0x661): ("Phytium FTC661", "phytium-ftc661"),
+    (0x70, 0x662): ("Phytium FTC662", "phytium-ftc662"),
+    (0x70, 0x663): ("Phytium FTC663", "phytium-ftc663"),
+    (0x70, 0x664): ("Phytium FTC664", "phytium-ftc664"),
+    (0x70, 0x862): ("Phytium FTC862", "phytium-ftc862"),
 }
 # Marketing names of platforms built on those cores, for the human view only.
 ARM_PLATFORMS = {
@@ -69,6 +79,7 @@ ARM_PLATFORMS = {
     "neoverse-v2": "e.g. AWS Graviton4, NVIDIA Grace",
     "hisilicon-hip09": "Huawei Kunpeng 920 new generation (920B)",
     "ampereone": "Ampere AmpereOne",
+    "phytium-ftc662": "e.g. Phytium FT-2000+/64",
 }
 
 
@@ -170,6 +181,8 @@ def _arm_id(cid: _CpuId, first: dict[str, str]) -> None:
         decoded = ARM_PARTS.get((impl.value, prt.value))
         if decoded is None and impl.value == 0xC0:
             decoded = (f"Ampere part 0x{prt.value:03x}", "ampere")
+        if decoded is None and impl.value == 0x70:
+            decoded = (f"Phytium part 0x{prt.value:03x}", "phytium")
         if decoded is None:
             decoded = (f"{cid.vendor.value} part 0x{prt.value:03x}", "arm-other")
         cid.model = known(decoded[0], CPUINFO)
@@ -392,8 +405,27 @@ def _shared_group(sr: Sysroot, path: str) -> frozenset[int] | None:
     return frozenset(f.value or [])
 
 
-def _cache_level(sr: Sysroot, d: str, idx: str, online: list[int]) -> CacheLevel | None:
-    """One cache index directory; None if it has no level. Garbage raises ValueError."""
+def _instances(sr: Sysroot, idx: str, online: list[int], notes: list[str]) -> int | None:
+    """Distinct groups of CPUs sharing cache ``idx`` among the online CPUs; None when one
+    CPU's list is garbage (the count would be wrong, said in ``notes``) or none is listed."""
+    groups: set[frozenset[int]] = set()
+    for c in online:
+        try:
+            g = _shared_group(sr, f"{SYS_CPU}/cpu{c}/cache/{idx}/shared_cpu_list")
+        except ValueError as exc:
+            notes.append(f"{idx} instances unknown: {exc}")
+            return None
+        if g is not None:
+            groups.add(g)
+    return len(groups) or None
+
+
+def _cache_level(
+    sr: Sysroot, d: str, idx: str, online: list[int], notes: list[str]
+) -> CacheLevel | None:
+    """One cache index directory; None if it has no level. A garbage level or type raises
+    ValueError (the index is then left out); a garbage size, line size or CPU list makes
+    only that field None, said in ``notes``."""
 
     def present_bad(f: Fact[Any]) -> bool:
         return not f.known and sr.exists(f.source)
@@ -411,16 +443,12 @@ def _cache_level(sr: Sysroot, d: str, idx: str, online: list[int]) -> CacheLevel
         raise ValueError(f"{d}/type: unexpected content {ctype[:40]!r}")
     size_f = sr.read_as(f"{d}/size", parse_size)
     line = sr.read_int(f"{d}/coherency_line_size")
-    for f in (size_f, line):
-        if present_bad(f):
-            raise ValueError(f.unknown)
-    shared = _shared_group(sr, f"{d}/shared_cpu_list")
-    # distinct instances of this cache across online CPUs
-    groups: set[frozenset[int]] = set()
-    for c in online:
-        g = _shared_group(sr, f"{SYS_CPU}/cpu{c}/cache/{idx}/shared_cpu_list")
-        if g is not None:
-            groups.add(g)
+    notes.extend(f"{idx}: {f.unknown}" for f in (size_f, line) if present_bad(f))
+    try:
+        shared = _shared_group(sr, f"{d}/shared_cpu_list")
+    except ValueError as exc:
+        notes.append(f"{idx}: {exc}")
+        shared = None
     line_v = line.value if line.known and line.value and line.value > 0 else None
     return CacheLevel(
         level=level.get(0),
@@ -428,7 +456,7 @@ def _cache_level(sr: Sysroot, d: str, idx: str, online: list[int]) -> CacheLevel
         size_bytes=size_f.value if size_f.known else None,
         line_size_bytes=line_v,
         shared_cpu_count=len(shared) if shared else None,
-        instances=len(groups) or None,
+        instances=_instances(sr, idx, online, notes),
     )
 
 
@@ -476,14 +504,21 @@ def collect_caches(sr: Sysroot, online: list[int]) -> Fact[list[CacheLevel]]:
     if not indexes:
         return unknown("no cache information in sysfs (common in VMs and some arm64 firmware)", src)
     out: list[CacheLevel] = []
+    skipped: list[str] = []
+    notes: list[str] = []
     order = sorted(indexes, key=lambda i: int(i[5:]) if _DIGITS.fullmatch(i[5:]) else 99)
     for idx in order:
         try:
-            lvl = _cache_level(sr, f"{base}/{idx}", idx, online)
+            lvl = _cache_level(sr, f"{base}/{idx}", idx, online, notes)
         except ValueError as exc:
-            return unknown(str(exc), src)
+            skipped.append(f"{idx} skipped: {exc}")
+            continue
         if lvl is not None:
             out.append(lvl)
+    if skipped and not out:
+        return unknown("; ".join(skipped), src)
+    if skipped or notes:  # one bad file does not hide the other levels: said in the source
+        src = "; ".join([src, *skipped, *notes])
     if sr.live and any(lv.level == 1 and lv.line_size_bytes is None for lv in out):
         return known(
             _with_cpu_line(out, libc_l1d_line_size()),

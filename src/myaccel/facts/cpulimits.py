@@ -20,9 +20,12 @@ def _quota_v2(sr: Sysroot, path: str) -> Fact[float]:
     src = ""
     seen = False
     for d in ancestors("/sys/fs/cgroup", path):
-        raw = sr.read_text(f"{d}/cpu.max")
-        if raw is None:
+        got = sr.read_present(f"{d}/cpu.max")
+        if got is None:
             continue
+        if not got.known:  # there but unreadable: the quota is unknown, not "no quota"
+            return unknown(f"{d}/cpu.max: {got.unknown}", f"{d}/cpu.max")
+        raw = got.value or ""
         seen = True
         fields = raw.split()
         if len(fields) != 2 or not fields[1].isdigit() or int(fields[1]) <= 0:
@@ -48,9 +51,14 @@ def _quota_v1(sr: Sysroot, path: str) -> Fact[float]:
         best: float | None = None
         src = ""
         for d in ancestors(base, path):
-            q, p = sr.read_text(f"{d}/cpu.cfs_quota_us"), sr.read_text(f"{d}/cpu.cfs_period_us")
-            if q is None or p is None:
+            got_q = sr.read_present(f"{d}/cpu.cfs_quota_us")
+            got_p = sr.read_present(f"{d}/cpu.cfs_period_us")
+            if got_q is None or got_p is None:
                 continue
+            for got in (got_q, got_p):
+                if not got.known:  # there but unreadable: unknown, not "no quota"
+                    return unknown(f"{got.source}: {got.unknown}", got.source)
+            q, p = got_q.value or "", got_p.value or ""
             try:
                 quota, period = int(q.strip()), int(p.strip())
             except ValueError:

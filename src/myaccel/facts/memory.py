@@ -78,11 +78,13 @@ def _walk_limit(sr: Sysroot, base: str, path: str, fname: str) -> Fact[int]:
     binding = ""
     seen: list[str] = []
     for d in ancestors(base, path):
-        raw = sr.read_text(f"{d}/{fname}")
-        if raw is None:
+        got = sr.read_present(f"{d}/{fname}")
+        if got is None:
             continue
+        if not got.known:  # there but unreadable: the limit is unknown, not "no limit"
+            return unknown(f"{d}/{fname}: {got.unknown}", f"{d}/{fname}")
         seen.append(f"{d}/{fname}")
-        raw = raw.strip()
+        raw = (got.value or "").strip()
         if raw == "max":
             continue
         try:

@@ -21,6 +21,8 @@ from myaccel.paths import existing_dir
 
 T = TypeVar("T")
 
+NOT_PRESENT = "not present"
+
 # Placeholder that keeps empty directories of a captured tree in git; never a real entry.
 KEEP = ".myaccel-keep"
 
@@ -64,11 +66,17 @@ class Sysroot:
         try:
             return known(p.read_text(errors="replace").strip(), logical)
         except FileNotFoundError:
-            return unknown("not present", logical)
+            return unknown(NOT_PRESENT, logical)
         except PermissionError:
             return unknown("permission denied (run as root to read it)", logical)
         except OSError as exc:
             return unknown(f"unreadable: {exc.strerror or exc}", logical)
+
+    def read_present(self, logical: str) -> Fact[str] | None:
+        """``read``, or None when the file is not there: unlike ``read_text``, a file that
+        is there but cannot be read (permissions, a directory, I/O) is an unknown Fact."""
+        f = self.read(logical)
+        return None if f.unknown == NOT_PRESENT else f
 
     def read_as(self, logical: str, conv: Callable[[str], T]) -> Fact[T]:
         raw = self.read(logical)
