@@ -84,6 +84,9 @@ class NumaNode(Frozen):
     cpus: CpuListText
     cpu_count: int
     memory_total_bytes: int | None = None
+    # this node's row of the firmware's distance table (node*/distance: 10 local, larger
+    # farther), one entry per node; None when not readable
+    distances: list[int] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> NumaNode:
@@ -131,6 +134,21 @@ class CpuFacts(Frozen):
     governor: Fact[str]
     # the hypervisor of a guest, "none" on bare metal (facts/virt.py)
     hypervisor: Fact[str] = added_later(str)
+    # Armv8.5 speculation barrier (HWCAP_SB, Features token "sb")
+    has_sb: Fact[bool] = added_later(bool)
+
+    @model_validator(mode="after")
+    def _square_distances(self) -> CpuFacts:
+        nodes = self.numa_nodes.value or []
+        for n in nodes:
+            if n.distances is not None and (
+                len(n.distances) != len(nodes) or any(d <= 0 for d in n.distances)
+            ):
+                raise ValueError(
+                    f"node {n.node}: distances {n.distances} is not a row of {len(nodes)} "
+                    "positive numbers"
+                )
+        return self
 
 
 # ---------------------------------------------------------------- memory
@@ -148,6 +166,9 @@ class MemoryFacts(Frozen):
     hugepages_total: Fact[int]
     hugepages_free: Fact[int]
     hugepage_size_bytes: Fact[int]
+    # the PMD-level huge page (THP and a 2 MiB-aligned text's page): 2 MiB with 4K base
+    # pages, 32 MiB with 16K, 512 MiB with arm64's 64K (kernel arm64 hugetlbpage docs)
+    pmd_page_bytes: Fact[int] = added_later(int)
     thp_enabled: Fact[str]
     thp_defrag: Fact[str]
     thp_shmem_enabled: Fact[str]
@@ -346,4 +367,7 @@ class Facts(Frozen):
     managers: ManagerFacts | None = None
     server: ServerFacts | None = None
     binary: BinaryFacts | None = None
+    # "none", or the container this probe ran in: docker, podman, kubernetes, lxc,
+    # systemd-nspawn, container (facts/container.py)
+    container: Fact[str] = added_later(str)
     warnings: list[str] = Field(default_factory=list)

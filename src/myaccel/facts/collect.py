@@ -7,6 +7,7 @@ from pathlib import Path
 
 from myaccel import __version__
 from myaccel.errors import ConnectionFailed
+from myaccel.facts.container import collect_container
 from myaccel.facts.cpu import collect_cpu
 from myaccel.facts.kernel import collect_kernel
 from myaccel.facts.managers import collect_managers
@@ -75,5 +76,6 @@ def collect_facts(
         managers=collect_managers(sr),
         server=server_facts,
         binary=binary_facts,
+        container=collect_container(sr),
         warnings=warnings,
     )

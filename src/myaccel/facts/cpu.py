@@ -345,6 +345,7 @@ def collect_cpu(sr: Sysroot) -> CpuFacts:
         numa_nodes=collect_numa(sr),
         caches=collect_caches(sr, online_list),
         has_lse=af.on(("aarch64",), "atomics"),
+        has_sb=af.on(("aarch64",), "sb"),
         has_sve=af.on(("aarch64",), "sve"),
         has_crc32=crc32,
         has_avx2=af.on(x86, "avx2"),
@@ -392,7 +393,24 @@ def collect_numa(sr: Sysroot) -> Fact[list[NumaNode]]:
                 memory_total_bytes=mem,
             )
         )
+    rows = [_distance_row(sr, f"{SYS_NODE}/node{n.node}/distance", len(nodes)) for n in nodes]
+    if all(r is not None for r in rows):
+        nodes = [n.model_copy(update={"distances": r}) for n, r in zip(nodes, rows, strict=True)]
+        src = f"{SYS_NODE}/node*/{{cpulist,meminfo,distance}}"
     return known(nodes, src)
+
+
+def _distance_row(sr: Sysroot, path: str, count: int) -> list[int] | None:
+    """A node's distances to every node (``10 16 32 33``); None when absent, garbage or not
+    one entry per node (then no node gets distances: the rules fall back to node order)."""
+    text = sr.read_text(path)
+    if text is None:
+        return None
+    fields = text.split()
+    if len(fields) != count or not all(_DIGITS.fullmatch(f) and len(f) < 6 for f in fields):
+        return None
+    row = [int(f) for f in fields]
+    return row if all(d > 0 for d in row) else None
 
 
 def _shared_group(sr: Sysroot, path: str) -> frozenset[int] | None:

@@ -105,6 +105,20 @@ def _walk_limit(sr: Sysroot, base: str, path: str, fname: str) -> Fact[int]:
     return Fact[int](value=None, source=seen[0] if len(seen) == 1 else f"{seen[0]} and parents")
 
 
+def _pmd_page(sr: Sysroot, hugepage_size: Fact[int]) -> Fact[int]:
+    """THP's PMD page size (``hpage_pmd_size``), else the default hugetlb page size, which
+    is the PMD size on the usual kernels."""
+    path = f"{THP}/hpage_pmd_size"
+    f = sr.read_as(path, parse_int)
+    if f.known and f.value and f.value > 0:
+        return f
+    if hugepage_size.known and hugepage_size.value:
+        return known(
+            hugepage_size.value, f"{hugepage_size.source} Hugepagesize ({path}: {f.unknown})"
+        )
+    return unknown(f.unknown or "not a positive size", path)
+
+
 def collect_memory(sr: Sysroot) -> MemoryFacts:
     text = sr.read_text(MEMINFO)
     mi, bad = parse_meminfo_checked(text) if text else ({}, {})
@@ -163,6 +177,7 @@ def collect_memory(sr: Sysroot) -> MemoryFacts:
         hugepages_total=m("HugePages_Total"),
         hugepages_free=m("HugePages_Free"),
         hugepage_size_bytes=hp_size,
+        pmd_page_bytes=_pmd_page(sr, hp_size),
         thp_enabled=thp("enabled"),
         thp_defrag=thp("defrag"),
         thp_shmem_enabled=thp("shmem_enabled"),

@@ -63,7 +63,7 @@ def sections(facts: Facts) -> list[Section]:
                 ),
                 (
                     "huge pages",
-                    f"{show(m.hugepages_total)} x {show(m.hugepage_size_bytes, human_bytes)} ({show(m.hugepages_free)} free)",
+                    f"{show(m.hugepages_total)} x {show(m.hugepage_size_bytes, human_bytes)} ({show(m.hugepages_free)} free); PMD page {show(m.pmd_page_bytes, human_bytes)}",
                 ),
                 (
                     "vm",
@@ -80,6 +80,7 @@ def sections(facts: Facts) -> list[Section]:
             "Kernel",
             [
                 ("release", show(k.release)),
+                ("container", show(facts.container)),
                 ("scheduler knobs", f"{show(k.sched_location)}: {sched}"),
                 ("file THP (code huge pages)", show(k.file_thp, yesno)),
                 ("MADV_COLLAPSE", show(k.madv_collapse, yesno)),
@@ -159,6 +160,7 @@ def _cpu_section(c: CpuFacts) -> Section:
     feats = []
     for label, f in (
         ("LSE atomics", c.has_lse),
+        ("SB", c.has_sb),
         ("SVE", c.has_sve),
         ("CRC32", c.has_crc32),
         ("AVX2", c.has_avx2),
