@@ -500,3 +500,39 @@ def test_simple_rules_data_is_checked(tmp_path: Path) -> None:
     bad.write_text(json.dumps(raw))
     with pytest.raises(SimpleRulesError, match="formula"):
         load_rows(bad)
+
+
+def test_no_code_huge_pages_on_a_64k_page_kernel() -> None:
+    """Issue 34 defect 6: on a 64K-page arm64 kernel the PMD huge page is 512 MiB, bigger
+    than the server's whole text; the +5-11% of code huge pages cannot happen there."""
+    f = host("kunpeng920-2s").model_copy(
+        update={
+            "server": server("8.0.34", "MySQL Community Server - GPL", MYSQL_80),
+            "binary": arm_binary().model_copy(update={"text_huge_page_ready": known(True, "test")}),
+        }
+    )
+    assert "os-code-huge-pages" in ids(make_plan(f))  # 2 MiB PMD: proposed
+    p = make_plan(
+        f.model_copy(
+            update={
+                "memory": f.memory.model_copy(
+                    update={"pmd_page_bytes": known(512 * MiB, "/sys/kernel/mm/.../hpage_pmd_size")}
+                )
+            }
+        )
+    )
+    assert "os-code-huge-pages" not in ids(p)
+    assert "512 MiB" in {s.id: s.reason for s in p.skipped}["os-code-huge-pages"]
+    k64 = f.model_copy(
+        update={
+            "memory": f.memory.model_copy(
+                update={"pmd_page_bytes": known(512 * MiB, "/sys/kernel/mm/.../hpage_pmd_size")}
+            ),
+            "binary": arm_binary(),  # not aligned: build-text-alignment would be proposed
+        }
+    )
+    p = make_plan(k64)
+    got = ids(p)
+    assert "os-code-huge-pages" not in got and "build-text-alignment" not in got
+    why = {s.id: s.reason for s in p.skipped}
+    assert "512 MiB" in why["build-text-alignment"]

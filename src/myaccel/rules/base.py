@@ -141,6 +141,23 @@ class RuleContext:
         nodes = self.facts.cpu.numa_nodes.value
         return len(nodes) if nodes else 1
 
+    def require_2mib_pmd(self) -> None:
+        """Skip unless the kernel's PMD huge page is 2 MiB: code huge pages and 2 MiB text
+        alignment assume it, and a 64K-page arm64 kernel's PMD page is 512 MiB (16K: 32
+        MiB), more than a server's whole text (kernel: arm64 hugetlbpage documentation)."""
+        pmd = self.facts.memory.pmd_page_bytes
+        if not pmd.known or not pmd.value:
+            raise Skip(f"PMD huge page size unknown ({pmd.unknown})")
+        if pmd.value != 2 * 1024 * 1024:
+            text = ""
+            b = self.facts.binary
+            if b is not None and b.size_bytes.known and b.size_bytes.value:
+                text = f" (the whole server binary is {b.size_bytes.value / 2**20:.0f} MiB)"
+            raise Skip(
+                f"the PMD huge page is {pmd.value / 2**20:.0f} MiB on this kernel (base pages "
+                f"larger than 4K){text}: text cannot fill one, so no code huge pages"
+            )
+
 
 def recommend(ctx: RuleContext, **fields: object) -> Recommendation:
     """A recommendation; its id and layer, unless given, are those of the rule running, and

@@ -196,6 +196,7 @@ def text_alignment(ctx: RuleContext) -> list[Recommendation]:
         raise Skip("text already 2 MiB aligned")
     if not ctx.facts.kernel.file_thp.value:
         raise Skip("the kernel cannot map file text with huge pages anyway")
+    ctx.require_2mib_pmd()
     return [
         rebuild_advice(
             ctx,

@@ -86,6 +86,7 @@ def code_huge_pages(ctx: RuleContext) -> list[Recommendation]:
     k, m, b = ctx.facts.kernel, ctx.facts.memory, ctx.facts.binary
     if not k.file_thp.value:
         raise Skip(f"kernel without file THP / hugetext ({k.file_thp.unknown or 'not enabled'})")
+    ctx.require_2mib_pmd()
     if b is None:
         raise Skip("no binary facts (probe the server or pass --binary)")
     if not b.text_huge_page_ready.value:
