@@ -75,12 +75,20 @@ def test_guests_get_no_prefetch_advice() -> None:
     plan = make_plan(host("this-vm"))
     reason = next(s.reason for s in plan.skipped if s.id == "hardware-prefetch")
     assert "guest" in reason
-    kp = host("kunpeng920-2s")
-    assert "hardware-prefetch" in ids(make_plan(kp))  # bare metal (no guest signal)
-    guest = kp.model_copy(
-        update={"cpu": kp.cpu.model_copy(update={"hypervisor": known("kvm", "dmi")})}
-    )
-    assert "hardware-prefetch" not in ids(make_plan(guest))
+    kp = host("kunpeng920-2s")  # the captured tree holds no DMI: hypervisor unknown
+    assert not kp.cpu.hypervisor.known
+    # issue 34 defect 5: unknown is not bare metal; it gets no host-level advice, said so
+    p = make_plan(kp)
+    assert "hardware-prefetch" not in ids(p)
+    assert "hypervisor unknown" in {s.id: s.reason for s in p.skipped}["hardware-prefetch"]
+
+    def hv(value: str) -> Facts:
+        return kp.model_copy(
+            update={"cpu": kp.cpu.model_copy(update={"hypervisor": known(value, "dmi")})}
+        )
+
+    assert "hardware-prefetch" in ids(make_plan(hv("none")))  # bare metal, known
+    assert "hardware-prefetch" not in ids(make_plan(hv("kvm")))
 
 
 def _with_stripped_binary(f: Facts) -> Facts:

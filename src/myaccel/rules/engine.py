@@ -34,6 +34,7 @@ from myaccel.rules.model import (
     Skipped,
     target_knob,
 )
+from myaccel.rules.ownership import machine, owned
 from myaccel.units import format_gib
 
 __all__ = [
@@ -169,6 +170,7 @@ def _run_rules(ctx: RuleContext, want: list[str], skipped: list[Skipped]) -> lis
     the rules after it (``ctx.proposed``). Skips and refused durability changes go to
     ``skipped``."""
     recs: list[Recommendation] = []
+    owner = machine(ctx.facts)  # who may change what (rules/ownership.py)
     for spec in sorted(load_rules().values(), key=lambda s: (LAYERS.index(s.layer), s.order, s.id)):
         if spec.layer not in want:
             continue
@@ -180,7 +182,11 @@ def _run_rules(ctx: RuleContext, want: list[str], skipped: list[Skipped]) -> lis
             why = s.reason + (f" (raised by finding {', '.join(raised)})" if raised else "")
             skipped.append(Skipped(id=spec.id, layer=spec.layer, reason=why))
             continue
-        for r in out:
+        for proposed in out:
+            r = owned(proposed, owner)
+            if isinstance(r, Skipped):
+                skipped.append(r)
+                continue
             if ctx.durability != "relaxed" and (r.group == "durability" or _durability_change(r)):
                 knob = target_knob(r.target) or r.target
                 why = f"durability knob ({knob}): only with --durability relaxed"

@@ -369,9 +369,7 @@ def prefetch(ctx: RuleContext) -> list[Recommendation]:
     Kunpeng has a prefetch policy control (openEuler module or BIOS), Intel an MSR; on
     other CPUs it is a firmware matter. All of these belong to the host: a guest (a cloud
     instance, a VM) cannot carry them out, so it gets no such advice."""
-    hv = ctx.facts.cpu.hypervisor
-    if hv.known and hv.value not in (None, "none"):
-        raise Skip(f"a guest ({hv.value}: {hv.source}): the prefetch policy belongs to the host")
+    hv = ctx.facts.cpu.hypervisor  # a guest's or container's: skipped by rules/ownership.py
     fam = ctx.facts.cpu.family.value or ""
     if fam in ("kunpeng920", "hisilicon-hip09", "hisilicon-hip12"):
         how = "openEuler prefetch_tuning module (/sys/class/misc/prefetch/policy) or the BIOS"
