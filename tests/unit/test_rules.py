@@ -536,3 +536,30 @@ def test_no_code_huge_pages_on_a_64k_page_kernel() -> None:
     assert "os-code-huge-pages" not in got and "build-text-alignment" not in got
     why = {s.id: s.reason for s in p.skipped}
     assert "512 MiB" in why["build-text-alignment"]
+
+
+def test_thread_pool_sized_by_the_cpu_quota() -> None:
+    """Issue 34 defect 4: under a cgroup quota of 8 CPUs on a 128-CPU host, MariaDB sizes
+    its pool by the 128 CPUs it sees; the plan sets thread_pool_size to the 8 it may use.
+    Without a quota the default already equals the CPUs, so nothing more is proposed."""
+    srv = server(
+        "10.11.19-MariaDB-0+deb12u1",
+        "Debian 12",
+        {**MARIADB_1011, "thread_pool_size": "128"},
+        status={"Max_used_connections": "400"},
+    )
+    f = host("kunpeng920-2s").model_copy(update={"server": srv})
+    assert "server-thread-pool-size" not in ids(make_plan(f))  # 400 clients on 128 CPUs
+    many = srv.model_copy(
+        update={"status": known({"Uptime": "60", "Max_used_connections": "600"}, "t")}
+    )
+    got = ids(make_plan(f.model_copy(update={"server": many})))
+    assert got["server-thread-pool"] == "pool-of-threads"
+    assert "server-thread-pool-size" not in got  # 128 CPUs seen, 128 usable: the default
+    quota = srv.model_copy(update={"cpu_quota_cpus": known(8.0, "cpu.max 800000 100000")})
+    p = make_plan(f.model_copy(update={"server": quota}))
+    got = ids(p)
+    assert got["server-thread-pool"] == "pool-of-threads"
+    assert got["server-thread-pool-size"] == "8"
+    rec = next(r for r in p.recommendations if r.id == "server-thread-pool-size")
+    assert rec.current == "128" and rec.evidence["visible_cpus"] == "128"

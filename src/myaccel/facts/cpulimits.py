@@ -87,9 +87,9 @@ def cgroup_cpu_quota(sr: Sysroot, cgroup_file: str) -> Fact[float]:
     return unknown("no cpu controller in the cgroup file", cgroup_file)
 
 
-def server_cpu_budget(facts: Facts) -> Fact[int]:
-    """The CPUs the server can use: min(host CPUs, its affinity, ceil(its cgroup quota)),
-    with the source naming which one binds. Host-only facts give the host's CPUs, said so."""
+def server_visible_cpus(facts: Facts) -> Fact[int]:
+    """The CPUs the server sees: min(host CPUs, its affinity), without its cgroup quota.
+    What a server sizes itself by (MariaDB's thread_pool_size defaults to it)."""
     host = facts.cpu.logical_cpus
     if not host.known or host.value is None:
         return unknown(host.unknown or "host CPU count unknown", host.source)
@@ -101,6 +101,17 @@ def server_cpu_budget(facts: Facts) -> Fact[int]:
         n = len(parse_cpu_list(srv.cpus_allowed.value))
         if 0 < n < best:
             best, why = n, f"server affinity: Cpus_allowed_list {srv.cpus_allowed.value} ({n} CPUs)"
+    return known(best, why)
+
+
+def server_cpu_budget(facts: Facts) -> Fact[int]:
+    """The CPUs the server can use: min(host CPUs, its affinity, ceil(its cgroup quota)),
+    with the source naming which one binds. Host-only facts give the host's CPUs, said so."""
+    visible = server_visible_cpus(facts)
+    srv = facts.server
+    if not visible.known or visible.value is None or srv is None:
+        return visible
+    best, why = visible.value, visible.source
     quota = srv.cpu_quota_cpus
     if quota.known and quota.value is not None:
         n = max(1, math.ceil(quota.value - 1e-9))

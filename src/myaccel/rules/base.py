@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from myaccel.facts.cpulimits import server_cpu_budget
+from myaccel.facts.cpulimits import server_cpu_budget, server_visible_cpus
 from myaccel.model import Facts
 from myaccel.rules.model import Layer, Recommendation
 from myaccel.server.flavor import ServerVersion, parse_server_version
@@ -121,6 +121,13 @@ class RuleContext:
         """The CPUs the server can use (its affinity and cgroup quota bind before the
         host's count: ``facts/cpulimits.py``)."""
         n = server_cpu_budget(self.facts).value
+        if not n:
+            raise Skip("CPU count unknown")
+        return n
+
+    def visible_cpus(self) -> int:
+        """The CPUs the server sees (its affinity, not its quota): what it sizes itself by."""
+        n = server_visible_cpus(self.facts).value
         if not n:
             raise Skip("CPU count unknown")
         return n

@@ -175,6 +175,15 @@ def _uptime(ctx: RuleContext) -> int:
     return max(1, status_int(ctx, "Uptime", "1"))
 
 
+def _pool_size(ctx: RuleContext) -> str:
+    """``thread_pool_size`` for the thread pool: the usable CPUs where the server sees more
+    than it may use (a cgroup quota: MariaDB sizes the pool by the CPUs it sees, so 128
+    groups for 8 CPUs of quota), else the server's own value (nothing to change)."""
+    if ctx.visible_cpus() > ctx.cpus():
+        return str(ctx.cpus())
+    return ctx.var("thread_pool_size") or ""
+
+
 _VALUES: dict[str, Callable[[RuleContext], Any]] = {
     "var": lambda ctx: _View(ctx.var),
     "int": lambda ctx: _View(lambda k: str(ctx.var_int(k))),
@@ -187,6 +196,8 @@ _VALUES: dict[str, Callable[[RuleContext], Any]] = {
     "facts": lambda ctx: ctx.facts,
     "cpus": lambda ctx: ctx.cpus(),
     "cpus_evidence": lambda ctx: ctx.cpus_evidence(),
+    "visible_cpus": lambda ctx: ctx.visible_cpus(),
+    "pool_size": _pool_size,
     "numa_nodes": lambda ctx: ctx.numa_nodes(),
     "findings": lambda ctx: ",".join(ctx.hints.findings),
     "storage_kind": storage_kind,
