@@ -563,3 +563,18 @@ def test_thread_pool_sized_by_the_cpu_quota() -> None:
     assert got["server-thread-pool-size"] == "8"
     rec = next(r for r in p.recommendations if r.id == "server-thread-pool-size")
     assert rec.current == "128" and rec.evidence["visible_cpus"] == "128"
+
+
+def test_writeback_judged_by_the_servers_budget_not_the_hosts_ram() -> None:
+    """Issue 34 defect 7b: a 2 GiB container on a 124 GiB host got os-dirty, judged on
+    the host's RAM; the per-cgroup dirty limits scale with the cgroup's memory."""
+    big = host("kunpeng920-2s")
+    assert ids(make_plan(big))["os-dirty-background"] == "5"
+    small = with_memory(big, 124 * GiB, cgroup=2 * GiB)
+    p = make_plan(small)
+    assert "os-dirty-background" not in ids(p)
+    why = {s.id: s.reason for s in p.skipped}["os-dirty"]
+    assert "below 64 GiB (2 GiB" in why
+    # the server's own cgroup limit binds the same way
+    srv = server("8.0.34", "MySQL Community Server - GPL", MYSQL_80, cgroup=8 * GiB)
+    assert "os-dirty-background" not in ids(make_plan(big.model_copy(update={"server": srv})))

@@ -125,6 +125,24 @@ class RuleContext:
             raise Skip("CPU count unknown")
         return n
 
+    def memory_budget(self) -> tuple[int, str]:
+        """The memory the server may use and what binds: its own cgroup limit, the probe's
+        (a container's) limit, or the RAM. Host-wide rules judge the server's share of a
+        machine by it, not by the host's RAM (a 2 GiB container on a 124 GiB host)."""
+        f = self.facts
+        budget: int | None = None
+        src = ""
+        s = f.server
+        if s is not None and s.cgroup_limit_bytes.known and s.cgroup_limit_bytes.value:
+            budget = s.cgroup_limit_bytes.value
+            src = f"server cgroup limit ({s.cgroup_limit_bytes.source})"
+        eff = f.memory.effective_limit_bytes
+        if eff.known and eff.value and (budget is None or eff.value < budget):
+            budget, src = eff.value, f"min(RAM, cgroup limit) ({eff.source})"
+        if budget is None:
+            raise Skip("memory size unknown")
+        return budget, src
+
     def visible_cpus(self) -> int:
         """The CPUs the server sees (its affinity, not its quota): what it sizes itself by."""
         n = server_visible_cpus(self.facts).value

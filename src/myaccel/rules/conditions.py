@@ -185,6 +185,8 @@ CONDITIONS: dict[str, Callable[[RuleContext, str], bool]] = {
     "fact-set": lambda ctx, path: bool(fact(ctx, path).value),
     "fact-unset": lambda ctx, path: not fact(ctx, path).value,
     "fact-above": _fact_above,
+    # the server's memory budget (its cgroup, the container's, or the RAM) at least a size
+    "budget-at-least": lambda ctx, size: ctx.memory_budget()[0] >= (parse_size(size) or 0),
     "fact-at-least": _fact_at_least,
     "not-managed": _not_managed,
 }

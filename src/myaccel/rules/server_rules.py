@@ -42,21 +42,8 @@ def os_reserve(budget: int) -> int:
 def memory_inputs(ctx: RuleContext) -> tuple[int, str, int, int, int]:
     """(budget, source, global bytes, per-connection bytes, max_connections) using proposed
     values where a rule already changed them."""
-    f = ctx.facts
-    budget: int | None = None
-    src = ""
-    s = ctx.server
-    if s.cgroup_limit_bytes.known and s.cgroup_limit_bytes.value:
-        budget, src = (
-            s.cgroup_limit_bytes.value,
-            f"server cgroup limit ({s.cgroup_limit_bytes.source})",
-        )
-    if f.memory.effective_limit_bytes.known and f.memory.effective_limit_bytes.value:
-        eff = f.memory.effective_limit_bytes.value
-        if budget is None or eff < budget:
-            budget, src = eff, f"min(RAM, cgroup limit) ({f.memory.effective_limit_bytes.source})"
-    if budget is None:
-        raise Skip("memory size unknown")
+    _ = ctx.server  # without server facts: Skip, as before
+    budget, src = ctx.memory_budget()
 
     val = ctx.planned_bytes
     glob = sum(val(n) for n in GLOBAL_VARS if ctx.var(n) is not None)

@@ -206,6 +206,8 @@ _VALUES: dict[str, Callable[[RuleContext], Any]] = {
     "uptime": _uptime,
     "opened_per_s": lambda ctx: status_int(ctx, "Opened_tables") / _uptime(ctx),
     "ram_gib": lambda ctx: (ctx.facts.memory.total_bytes.value or 0) / GiB,
+    "budget_gib": lambda ctx: ctx.memory_budget()[0] / GiB,
+    "budget_source": lambda ctx: ctx.memory_budget()[1],
 }
 
 
