@@ -7,6 +7,7 @@ from myaccel.model import NetInterface
 from myaccel.rules.base import RuleContext, Skip, recommend, rule
 from myaccel.rules.conditions import managed
 from myaccel.rules.model import Recommendation
+from myaccel.rules.numa import place, table
 
 THP = "/sys/kernel/mm/transparent_hugepage"
 
@@ -140,6 +141,18 @@ def _buffer_pool_for_numa(ctx: RuleContext) -> tuple[int, str]:
     return int(mem * 0.75), "no server facts: a dedicated server's pool, 75% of memory"
 
 
+def _server_cpus_and_mems(ctx: RuleContext) -> tuple[set[int] | None, set[int] | None]:
+    """The CPUs and memory nodes the server may use (its Cpus_allowed_list and
+    Mems_allowed_list: a systemd CPUAffinity or a cpuset is already in them); None where
+    unknown or without server facts."""
+    s = ctx.facts.server
+    if s is None:
+        return None, None
+    cpus = set(parse_cpu_list(s.cpus_allowed.value)) if s.cpus_allowed.value else None
+    mems = set(parse_cpu_list(s.mems_allowed.value)) if s.mems_allowed.value else None
+    return cpus, mems
+
+
 def placement(
     ctx: RuleContext,
     rec_id: str,
@@ -212,28 +225,25 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
     if len(nodes) < 2:
         raise Skip("single NUMA node")
     bp, bp_why = _buffer_pool_for_numa(ctx)
-    need = 0
-    mem = 0
-    for nd in nodes:
-        need += 1
-        mem += nd.memory_total_bytes or 0
-        if mem * 0.85 >= bp:
-            break
-    sel = nodes[:need]
+    cpus, mems = _server_cpus_and_mems(ctx)
+    p = place(nodes, cpus, mems, bp)
+    if p.policy == "none":
+        raise Skip(p.reason)
     evidence = {
         "cpu.numa_nodes": str(len(nodes)),
         "innodb_buffer_pool_size": f"{bp} ({bp_why})",
+        "placement": "; ".join(table(p)),
     }
-    if need < len(nodes):
-        node_list = ",".join(str(n.node) for n in sel)
+    node_list = format_cpu_list(list(p.nodes))
+    if p.policy == "bind":
         recs = placement(
             ctx,
             "numa-binding",
             f"Bind the server to NUMA node(s) {node_list}",
             policy="bind",
-            nodes=[n.node for n in sel],
-            cpus=sorted({c for n in sel for c in parse_cpu_list(n.cpus)}),
-            rationale=f"the buffer pool ({bp / 2**30:.0f} GiB) fits in {need} of {len(nodes)} nodes",
+            nodes=list(p.nodes),
+            cpus=list(p.cpus),
+            rationale=p.reason,
             expected_effect="seed 002: +40% point-select QPS on a 4-node Kunpeng 920; ~+10% typical",
             effect_source="seeds/002",
             evidence=evidence,
@@ -242,16 +252,16 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
         recs = placement(
             ctx,
             "numa-interleave",
-            "Interleave the server's memory over all nodes",
+            f"Interleave the server's memory over its nodes {node_list}",
             policy="interleave",
-            nodes=[n.node for n in nodes],
-            rationale="the buffer pool needs every node's memory: spread it evenly instead of filling node 0",
+            nodes=list(p.nodes),
+            rationale=p.reason,
             expected_effect="even memory bandwidth, no remote-allocation hot spot",
             effect_source="seeds/002; MySQL innodb_numa_interleave",
             evidence=evidence,
         )
     nb = ctx.facts.memory.numa_balancing.value
-    if nb == 1 and need < len(nodes):
+    if nb == 1 and p.policy == "bind":
         recs.append(
             recommend(
                 ctx,

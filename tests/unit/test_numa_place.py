@@ -1,0 +1,106 @@
+"""NUMA placement on the layouts that went wrong (issue 34 defects 1-3): a server pinned to
+the second socket, a memory-only node (Grace Hopper-like), k-1 of k nodes (EPYC NPS4, 16
+nodes). Sizes are SYNTH; the layouts follow the vendors' descriptions (NVIDIA Grace Hopper
+whitepaper: 72 cores, 480 GB LPDDR5X, 96 GB HBM3 as a CPU-less node; AMD EPYC NPS4: four
+nodes per socket, distance 12 in a socket, 32 across)."""
+
+from __future__ import annotations
+
+from test_rules import MYSQL_80, drop_in, host, ids, server
+
+from myaccel.cpulist import format_cpu_list, parse_cpu_list
+from myaccel.model import NumaNode, known
+from myaccel.rules.engine import make_plan
+from myaccel.rules.numa import HEADROOM, place, table
+
+GiB = 1024**3
+
+
+def grid(sockets: int, per_socket: int, cpus: int, gib: int) -> list[NumaNode]:
+    """``sockets`` x ``per_socket`` nodes of ``cpus`` CPUs and ``gib`` GiB each, distance
+    12 within a socket and 32 across."""
+    count = sockets * per_socket
+    out = []
+    for i in range(count):
+        row = [
+            10 if j == i else 12 if j // per_socket == i // per_socket else 32 for j in range(count)
+        ]
+        first = i * cpus
+        out.append(
+            NumaNode(
+                node=i,
+                cpus=f"{first}-{first + cpus - 1}",
+                cpu_count=cpus,
+                memory_total_bytes=gib * GiB,
+                distances=row,
+            )
+        )
+    return out
+
+
+def test_k_minus_one_of_k_nodes_is_interleaved_not_bound() -> None:
+    for sockets, per in ((2, 4), (4, 4)):  # EPYC NPS4 2-socket (8 nodes), 16 nodes
+        nodes = grid(sockets, per, 32, 64)
+        k = len(nodes)
+        pool = int(HEADROOM * (k - 1) * 64 * GiB)  # fits k-1 nodes exactly
+        p = place(nodes, None, None, pool)
+        assert p.policy == "interleave", table(p)
+        assert p.nodes == tuple(range(k)) and p.cpus == ()
+        assert "span sockets" in p.reason
+
+
+def test_a_pool_that_fits_one_socket_binds_within_it() -> None:
+    nodes = grid(2, 4, 32, 64)
+    p = place(nodes, None, None, int(HEADROOM * 4 * 64 * GiB))
+    assert p.policy == "bind" and p.nodes == (0, 1, 2, 3)
+    assert p.cpus == tuple(range(128))
+    assert place(nodes, None, None, 200 * GiB).policy == "interleave"  # > one socket's 70%
+
+
+def test_a_memory_only_node_is_never_used() -> None:
+    nodes = [
+        NumaNode(node=0, cpus="0-71", cpu_count=72, memory_total_bytes=480 * GiB),
+        NumaNode(node=1, cpus="", cpu_count=0, memory_total_bytes=96 * GiB),
+        *(NumaNode(node=i, cpus="", cpu_count=0, memory_total_bytes=0) for i in range(2, 10)),
+    ]
+    for pool in (100 * GiB, 300 * GiB, 400 * GiB, 500 * GiB):
+        p = place(nodes, None, None, pool)
+        assert 1 not in p.nodes and all(n == 0 for n in p.nodes), table(p)
+        assert format_cpu_list(list(p.cpus)) in ("", "0-71")
+        rows = {r.node: r for r in p.rows}
+        assert rows[1].role == "unused" and "memory-only" in rows[1].why
+    assert place(nodes, None, None, 300 * GiB).policy == "bind"  # 300 <= 70% of 480
+    assert place(nodes, None, None, 400 * GiB).policy == "none"  # spills over: no policy
+
+
+def test_a_pinned_server_is_placed_on_its_own_socket() -> None:
+    nodes = grid(2, 2, 32, 126)
+    pinned = set(range(64, 128))
+    p = place(nodes, pinned, {0, 1, 2, 3}, 75 * GiB)
+    assert p.policy == "bind" and set(p.nodes) <= {2, 3}
+    assert set(p.cpus) <= pinned
+    rows = {r.node: r for r in p.rows}
+    assert rows[0].role == "unused" and "none of the server's CPUs" in rows[0].why
+    # memory nodes the server may not use are not chosen either
+    p = place(nodes, pinned, {3}, 75 * GiB)
+    assert p.nodes == (3,) and set(p.cpus) == set(range(96, 128))
+
+
+def test_kunpeng_server_pinned_to_the_second_socket() -> None:
+    """The whole plan: Kunpeng 920 2 sockets, 4 nodes, the server pinned (systemd
+    CPUAffinity) to 64-127 with a 100 GiB cgroup: bound to a node of the second socket,
+    with CPUs among its own. Before: NUMAMask 0, CPUAffinity 0-31."""
+    srv = server("8.0.34", "MySQL Community Server - GPL", MYSQL_80, cgroup=100 * GiB)
+    srv = srv.model_copy(update={"cpus_allowed": known("64-127", "/proc/4242/status")})
+    f = host("kunpeng920-2s").model_copy(update={"server": srv})
+    p = make_plan(f)
+    assert "numa-binding" in ids(p), [s.reason for s in p.skipped if s.id.startswith("numa")]
+    d = drop_in(p, "numa-binding")
+    assert set(parse_cpu_list(d["NUMAMask"])) <= {2, 3}
+    assert set(parse_cpu_list(d["CPUAffinity"])) <= set(range(64, 128))
+    rec = next(r for r in p.recommendations if r.target == "systemd:server/CPUAffinity")
+    assert rec.current == "64-127"
+    assert (
+        "node 0:" in rec.evidence["placement"]
+        and "none of the server's CPUs" in (rec.evidence["placement"])
+    )
