@@ -220,3 +220,16 @@ def test_real_mariadb_preflight(tmp_path: Path, myaccel_home: Path) -> None:
     assert any("PLUGIN_SPIDER=NO" in s for s in man.left_out)
     assert sorted(p.name for p in REAL_MARIADB.iterdir()) == before
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["manifest.json"]
+
+
+def test_mysql_calendar_versions_are_refused_by_name(tmp_path: Path) -> None:
+    """MySQL numbers releases YY.M.P from 26.7.0 (July 2026): a 26.x tree is refused as a
+    calendar version whose build options were not checked, not as an unknown series."""
+    tree = make_tree(
+        tmp_path,
+        {
+            "MYSQL_VERSION": "MYSQL_VERSION_MAJOR=26\nMYSQL_VERSION_MINOR=7\nMYSQL_VERSION_PATCH=0\nMYSQL_VERSION_EXTRA=\n"
+        },
+    )
+    with pytest.raises(TreeError, match=r"MySQL 26\.7\.0 is a calendar version"):
+        detect_tree(tree)

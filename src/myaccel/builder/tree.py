@@ -456,6 +456,13 @@ def detect_tree(path: str | Path) -> SourceTree:
                 )
             return SourceTree(p, _mariadb_adapter(p, ver), (src.name,))
         flavor: Literal["mysql", "percona"] = "percona" if _is_percona(p, kv) else "mysql"
+        if ver[0] >= 26:  # MySQL's calendar versions (YY.M.P, from 26.7.0, July 2026)
+            raise TreeError(
+                f"MySQL {'.'.join(map(str, ver))} is a calendar version (YY.M.P, from 26.7.0): "
+                "not yet supported by myaccel build",
+                hint="its build options were not checked yet; supported: MySQL/Percona 5.7, "
+                "8.0, 8.4 and 9.x",
+            )
         if ver[:2] not in MYSQL_SERIES:
             raise TreeError(
                 f"{'Percona Server' if flavor == 'percona' else 'MySQL'} "

@@ -90,3 +90,28 @@ def parse_binary_version(text: str) -> ServerVersion | None:
     if not m:
         return None
     return parse_server_version(m.group(1), m.group(2), raw=line)
+
+
+# MySQL's release tracks by series: 8.0 the legacy line, 8.4 and 9.7 long-term support,
+# 9.0 to 9.6 innovation releases. From July 2026 (26.7.0) MySQL numbers releases by the
+# calendar (YY.M.P), so the number alone no longer tells a track: a series absent here is
+# None (unknown), never guessed from its number.
+MYSQL_TRACKS: dict[tuple[int, int], str] = {
+    (8, 0): "legacy",
+    (8, 4): "lts",
+    **{(9, minor): "innovation" for minor in range(7)},
+    (9, 7): "lts",
+}
+
+
+def mysql_track(v: ServerVersion) -> str | None:
+    """``lts``, ``innovation`` or ``legacy`` for a MySQL (or Percona) series; None for
+    MariaDB and for series not in ``MYSQL_TRACKS`` (the calendar versions among them)."""
+    if v.flavor == "mariadb":
+        return None
+    return MYSQL_TRACKS.get((v.major, v.minor))
+
+
+def calendar_version(v: ServerVersion) -> bool:
+    """Whether ``v`` is one of MySQL's calendar versions (YY.M.P, from 26.7.0)."""
+    return v.flavor != "mariadb" and v.major >= 26
