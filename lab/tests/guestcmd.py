@@ -42,8 +42,9 @@ def existing(guest: Guest, paths: tuple[str, ...]) -> list[str]:
 
 def apply_json(guest: Guest, flags: str) -> Any:
     """A plan of the os and numa layers, then apply. Without the server layer the placement
-    holds the server's current 128 MiB buffer pool: always numa-binding to node 0, with
-    numa-balancing-off (a full plan's 1280 MiB pool does not fit in 85% of node 0)."""
+    holds the server's current 128 MiB buffer pool: numa-binding to the node of the
+    server's CPUs (node 0 unpinned), with numa-balancing-off (a full plan's 1280 MiB pool
+    does not fit 70% of a node's 1.5 GiB: no strict binding then)."""
     guest.run(
         f"cd /root && myaccel plan {SERVER} --layers os,numa,nic --out plan.json >/dev/null",
         timeout=900,

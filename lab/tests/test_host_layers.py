@@ -86,6 +86,30 @@ def test_numa_binding_places_the_server_through_systemd(myaccel_guest: Guest) ->
     assert placement(guest, main_pid(guest)) == ("0-3", "default"), "rollback restarted it"
 
 
+PIN = "/etc/systemd/system/mariadb.service.d/50-pin.conf"
+
+
+def test_a_pinned_server_is_bound_where_it_runs(myaccel_guest: Guest) -> None:
+    """Issue 34 (acceptance 3): mariadb.service pinned by its own drop-in to node 1's CPUs
+    (2-3). The plan binds its memory to node 1 and keeps its CPUs (before: node 0 and CPUs
+    0-1, whatever the pinning); applied, the kernel shows it in /proc/PID/numa_maps."""
+    guest = myaccel_guest
+    guest.run(
+        f"mkdir -p {PIN.rsplit('/', 1)[0]} && printf '[Service]\\nCPUAffinity=2-3\\n' > {PIN} "
+        "&& systemctl daemon-reload && systemctl restart mariadb.service"
+    )
+    try:
+        assert placement(guest, main_pid(guest)) == ("2-3", "default")
+        applied = apply_json(guest, "--only numa-binding")
+        got = {c["target"].rsplit("/", 1)[1]: c["desired"] for c in applied["changes"]}
+        assert got == {"NUMAMask": "1", "CPUAffinity": "2-3", "NUMAPolicy": "bind"}, got
+        assert placement(guest, main_pid(guest)) == ("2-3", "bind:1")
+    finally:
+        guest.ssh("myaccel rollback", timeout=900)
+        guest.run(f"rm -f {PIN} && systemctl daemon-reload && systemctl restart mariadb.service")
+    assert placement(guest, main_pid(guest)) == ("0-3", "default")
+
+
 def test_a_drop_in_value_systemd_ignores_is_undone_before_any_restart(
     myaccel_guest: Guest,
 ) -> None:
