@@ -219,8 +219,11 @@ def placement(
 )
 def numa_binding(ctx: RuleContext) -> list[Recommendation]:
     """On several NUMA nodes, threads and memory scattered across nodes pay remote access
-    on every page (seed 002: uneven per-CPU load, +40% after binding). Bind to the fewest
-    nodes whose memory holds the buffer pool; interleave when it fits on none."""
+    on every page (seed 002: uneven per-CPU load, +40% after binding). Only the nodes that
+    hold the server's own CPUs and memory count (its affinity, cpuset, Mems_allowed_list;
+    never a memory-only node). Bind to the nearest of them whose memory holds the buffer
+    pool with 30% headroom, within one socket and short of all of them, on the server's
+    own CPUs there; otherwise interleave over them, or leave the placement alone."""
     nodes = ctx.facts.cpu.numa_nodes.value or []
     if len(nodes) < 2:
         raise Skip("single NUMA node")
