@@ -113,7 +113,10 @@ def _with_cpus(root: Path, cpus: int, *, nic_node: int | None = None, balancing:
         numa_node=nic_node,
     )
     cpu = f.cpu.model_copy(
-        update={"logical_cpus": f.cpu.logical_cpus.model_copy(update={"value": cpus})}
+        update={
+            "logical_cpus": f.cpu.logical_cpus.model_copy(update={"value": cpus}),
+            "online_cpus": f.cpu.online_cpus.model_copy(update={"value": f"0-{cpus - 1}"}),
+        }
     )
     net = f.network.model_copy(
         update={

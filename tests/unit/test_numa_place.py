@@ -104,3 +104,24 @@ def test_kunpeng_server_pinned_to_the_second_socket() -> None:
         "node 0:" in rec.evidence["placement"]
         and "none of the server's CPUs" in (rec.evidence["placement"])
     )
+
+
+def test_nic_interrupts_keep_off_a_pinned_servers_cpus() -> None:
+    """The Kunpeng tree's NIC (enp3s0) is on node 0 (CPUs 0-31) and gets 16 cores (one per
+    8 of 128). A server pinned to 0-15 keeps them: the interrupts go to 16-31. Pinned to
+    all of node 0, no core is free there: they share, and the rationale says so."""
+    f = host("kunpeng920-2s")
+
+    def irq(pinned: str) -> tuple[str, str]:
+        srv = server("8.0.34", "MySQL Community Server - GPL", MYSQL_80)
+        srv = srv.model_copy(update={"cpus_allowed": known(pinned, "/proc/4242/status")})
+        p = make_plan(f.model_copy(update={"server": srv}))
+        r = next(r for r in p.recommendations if r.target == "irq:enp3s0")
+        return r.proposed, r.rationale
+
+    cores, why = irq("0-15")
+    assert cores == "16-31" and "outside the server's CPUs" in why
+    cores, why = irq("0-31")
+    assert cores == "16-31" and "shared with the server's CPUs (0-31)" in why
+    cores, why = irq("0-127")
+    assert cores == "16-31" and "shared" not in why and "outside" not in why

@@ -290,20 +290,30 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
 IRQ_MIN_CPUS = 4
 
 
-def irq_cores(ctx: RuleContext, nic: NetInterface) -> list[int]:
-    """The cores a NIC's interrupts go to: one per 8 CPUs of the machine, the highest
-    numbered of the NIC's own NUMA node (the kernel puts a device's memory there), or of
-    the whole machine when its node is unknown (a guest's virtio NIC): away from CPU 0,
-    where the kernel's own housekeeping runs, and from the low CPUs a server's threads
-    fill first."""
+def irq_cores(ctx: RuleContext, nic: NetInterface) -> tuple[list[int], str]:
+    """The cores a NIC's interrupts go to, and a note on them: one per 8 CPUs of the
+    machine, the highest numbered online CPUs of the NIC's own NUMA node (the kernel puts a
+    device's memory there), or of the whole machine when its node is unknown (a guest's
+    virtio NIC): away from CPU 0, where the kernel's own housekeeping runs, and from the
+    low CPUs a server's threads fill first. A server pinned to some CPUs keeps them: the
+    cores are taken outside its CPUs where the node has enough, else the note says they
+    are shared."""
     want = max(1, ctx.host_cpus() // 8)
+    on = ctx.facts.cpu.online_cpus
+    online = parse_cpu_list(on.value) if on.known and on.value else list(range(ctx.host_cpus()))
     pool: list[int] = []
     for nd in ctx.facts.cpu.numa_nodes.value or []:
         if nic.numa_node is not None and nd.node == nic.numa_node:
-            pool = parse_cpu_list(nd.cpus)
+            pool = [c for c in parse_cpu_list(nd.cpus) if c in set(online)]
     if not pool:
-        pool = list(range(ctx.host_cpus()))
-    return pool[-want:]
+        pool = online
+    cpus, _ = _server_cpus_and_mems(ctx)
+    if cpus is None or set(online) <= cpus:
+        return pool[-want:], ""  # the server runs everywhere: every core is shared alike
+    free = [c for c in pool if c not in cpus]
+    if len(free) >= want:
+        return free[-want:], "outside the server's CPUs"
+    return pool[-want:], f"shared with the server's CPUs ({format_cpu_list(sorted(cpus))})"
 
 
 @rule(
@@ -331,8 +341,11 @@ def irq_affinity(ctx: RuleContext) -> list[Recommendation]:
         for q in i.irqs:
             cpus.update(parse_cpu_list(q.affinity or ""))
         queues = i.rx_queues or len(i.irqs)
-        cores = format_cpu_list(irq_cores(ctx, i))
+        chosen, note = irq_cores(ctx, i)
+        cores = format_cpu_list(chosen)
         where = f"node {i.numa_node}" if i.numa_node is not None else "the machine (node unknown)"
+        if note:
+            where += f", {note}"
         recs.append(
             recommend(
                 ctx,
