@@ -68,7 +68,8 @@ def with_server(f: Facts, flavor: str, cpus_allowed: str) -> Facts:
         pid=known(1, q),
         binary_path=known("/usr/sbin/mysqld", q),
         cpus_allowed=known(cpus_allowed, q),
-        mems_allowed=known("0", q),
+        # every node, as on a server with no memory policy of its own
+        mems_allowed=known(f"0-{max(len(f.cpu.numa_nodes.value or []), 1) - 1}", q),
         cgroup_limit_bytes=known(None, q),
         variables=known(
             {
