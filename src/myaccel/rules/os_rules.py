@@ -302,9 +302,10 @@ def irq_cores(ctx: RuleContext, nic: NetInterface) -> tuple[list[int], str]:
     on = ctx.facts.cpu.online_cpus
     online = parse_cpu_list(on.value) if on.known and on.value else list(range(ctx.host_cpus()))
     pool: list[int] = []
+    up = set(online)
     for nd in ctx.facts.cpu.numa_nodes.value or []:
         if nic.numa_node is not None and nd.node == nic.numa_node:
-            pool = [c for c in parse_cpu_list(nd.cpus) if c in set(online)]
+            pool = [c for c in parse_cpu_list(nd.cpus) if c in up]
     if not pool:
         pool = online
     cpus, _ = _server_cpus_and_mems(ctx)
