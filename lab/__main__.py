@@ -18,7 +18,7 @@ from lab.config import AMD64, ARCHES, Arch, cache_dir
 from lab.errors import LabError
 from lab.guest import Guest
 from lab.image import build_image, cached_image, image_at
-from lab.install import mariadb_system_tables
+from lab.install import mariadb_system_tables, wheelhouse
 from lab.preflight import missing_reason
 from lab.timing import Timings
 from lab.topology import Topology, lab_topology
@@ -52,11 +52,11 @@ def _boot(
     reason = missing_reason(cache_dir(), cached_image(arch=arch) is not None, arch)
     if reason:
         raise LabError(reason)
-    from lab.install import wheelhouse
     from lab.layers import deps_layer
 
-    image = build_image(timings, arch=arch)
-    layer = deps_layer(image, wheelhouse(cache_dir(), timings, arch), timings)
+    house = wheelhouse(cache_dir(), timings, arch)
+    image = build_image(timings, arch=arch, house=house)
+    layer = deps_layer(image, house, timings)
     guest = Guest(image, topology, workdir, timings, backing=layer)
     guest.boot()
     if arch != AMD64:
@@ -83,7 +83,7 @@ def _repro(sysroot: Path, workdir: Path, timings: Timings, option_file: list[str
     import tempfile
 
     from lab import repro
-    from lab.install import build_wheel, install, wheelhouse
+    from lab.install import build_wheel, install
 
     machine = repro.read_machine(sysroot)
     topology = repro.guest_topology(machine)
@@ -157,7 +157,8 @@ def main(argv: list[str]) -> int:
             arch, cpu = AMD64, None
         match argv:
             case ["build"]:
-                print(build_image(timings, arch=arch).directory)
+                house = wheelhouse(cache_dir(), timings, arch)
+                print(build_image(timings, arch=arch, house=house).directory)
             case ["boot", directory]:
                 _boot(Path(directory), timings, arch, cpu)
             case ["ssh", directory, *command]:

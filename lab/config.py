@@ -2,9 +2,9 @@
 
 The image's cache key is a hash of everything below that changes its content: the recipe
 version (bump it when `image.py` changes what it writes into the tree), the suite, the
-variant and the package list. An architecture other than amd64 adds its name and its own
-recipe version to the key; amd64's key predates the architecture parameter and hashes what
-it always hashed, so its cached image stays valid.
+variant and the package list, and for an image of the host's own architecture myaccel's
+pinned dependencies (installed into its tree: `image.py`). An architecture other than amd64
+adds its name and its own recipe version to the key.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2  # 2: myaccel's dependencies in the tree, xfsprogs
 SUITE = "bookworm"
 VARIANT = "minbase"
 PACKAGES: tuple[str, ...] = (
@@ -84,9 +85,14 @@ ARCHES = {arch.debian: arch for arch in (AMD64, ARM64)}
 
 
 # What only the x86 lab's tests use: accelerate's clone of the server needs mariadb-backup
-# (Debian's mariadb-server does not pull it in). The aarch64 lab runs no accelerate, and its
-# image (built through qemu-user, slow) keeps its key without it.
-AMD64_ONLY: tuple[str, ...] = ("mariadb-backup",)
+# (Debian's mariadb-server does not pull it in), and its MYACCEL_HOME is an XFS disk (reflink
+# snapshots). The aarch64 lab runs no accelerate, and its image (built through qemu-user,
+# slow) keeps its key without them.
+AMD64_ONLY: tuple[str, ...] = ("mariadb-backup", "xfsprogs")
+REPO = Path(__file__).resolve().parents[1]
+# where myaccel goes in the guest: a venv, its dependencies marked once installed
+GUEST_VENV = "/opt/myaccel"
+DEPENDENCIES_MARK = ".dependencies-installed"
 
 
 def packages(arch: Arch = AMD64) -> tuple[str, ...]:
@@ -103,6 +109,19 @@ def mirror() -> str:
     return os.environ.get("MYACCEL_LAB_MIRROR") or DEFAULT_MIRROR
 
 
+def pinned_dependencies() -> list[str]:
+    """myaccel's pinned dependencies, from pyproject.toml."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    deps: list[str] = project["dependencies"]
+    return deps
+
+
+def dependencies_in_image(arch: Arch) -> bool:
+    """Whether the image's tree gets myaccel's dependencies: where its chroot runs natively
+    (seconds), not through qemu-user (the arm64 image on x86 takes them in a layer)."""
+    return not arch.foreign
+
+
 def image_key(arch: Arch = AMD64) -> str:
     recipe: dict[str, object] = {
         "recipe": RECIPE_VERSION,
@@ -110,7 +129,9 @@ def image_key(arch: Arch = AMD64) -> str:
         "variant": VARIANT,
         "packages": sorted(packages(arch)),
     }
-    if arch != AMD64:  # amd64's key is the one it had before there was a second architecture
+    if dependencies_in_image(arch):
+        recipe["dependencies"] = pinned_dependencies()
+    if arch != AMD64:
         recipe["arch"] = arch.debian
         recipe["arch_recipe"] = arch.recipe
     blob = json.dumps(recipe, sort_keys=True).encode()

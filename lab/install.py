@@ -15,18 +15,14 @@ import json
 import shlex
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
-from lab.config import AMD64, Arch
+from lab.config import AMD64, DEPENDENCIES_MARK, GUEST_VENV, REPO, Arch, pinned_dependencies
 from lab.errors import LabError
 from lab.guest import Guest
 from lab.timing import Timings
 
-REPO = Path(__file__).resolve().parents[1]
-GUEST_VENV = "/opt/myaccel"
 GUEST_WHEELS = "/root/myaccel-wheels"
-DEPENDENCIES_MARK = ".dependencies-installed"
 # Debian 12's python3 and glibc 2.36: every manylinux tag up to 2_36 (pip does not expand
 # a --platform manylinux_2_36 to the older ones itself).
 GUEST_PYTHON = "3.11"
@@ -63,15 +59,9 @@ def build_wheel(outdir: Path, timings: Timings) -> Path:
     return wheels[0]
 
 
-def _dependencies() -> list[str]:
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    deps: list[str] = project["dependencies"]
-    return deps
-
-
 def wheelhouse(cache: Path, timings: Timings, arch: Arch = AMD64) -> Path:
     """The pinned dependencies as wheels for the guest, cached by the pin list."""
-    deps = _dependencies()
+    deps = pinned_dependencies()
     platforms = guest_platforms(arch)
     key = hashlib.sha256(json.dumps([deps, GUEST_PYTHON, platforms]).encode()).hexdigest()[:16]
     house = cache / "wheelhouse" / key
@@ -104,7 +94,7 @@ def install_dependencies(guest: Guest, house: Path, timings: Timings) -> None:
         guest.run(f"python3 -m venv {GUEST_VENV}")
         guest.run(
             f"{GUEST_VENV}/bin/pip install -q --no-compile --no-index --find-links {GUEST_WHEELS} "
-            + shlex.join(_dependencies()),
+            + shlex.join(pinned_dependencies()),
             timeout=1800,
         )
         guest.run(f"rm -rf {GUEST_WHEELS}")

@@ -37,8 +37,12 @@ def layer_dir(image: Image, house: Path) -> Path:
     return image.directory.parent.parent / "layers" / name
 
 
-def deps_layer(image: Image, house: Path, timings: Timings) -> Path:
-    """The layer's qcow2 (built when missing)."""
+def deps_layer(image: Image, house: Path, timings: Timings) -> Path | None:
+    """The layer's qcow2 (built when missing); None for an image that holds the
+    dependencies of ``house`` itself (an image of the host's architecture: lab/image.py)."""
+    if image.manifest().get("dependencies") == house.name:
+        timings.say(f"lab: the image holds the dependencies of {house.name}")
+        return None
     final = layer_dir(image, house)
     if (final / COMPLETE).exists():
         timings.say(f"lab: dependencies layer {final} (cached)")

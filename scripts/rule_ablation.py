@@ -52,8 +52,8 @@ from myaccel.accelerate.candidate import server_option_lines
 from myaccel.bench.compare import CellResult, Comparison
 from myaccel.errors import MyaccelError
 from myaccel.facts.collect import collect_facts
-from myaccel.facts.cpulimits import server_cpu_budget
 from myaccel.facts.iomeasure import facts_with_measured_storage
+from myaccel.facts.resources import server_resources
 from myaccel.model import Facts
 from myaccel.rules.engine import Hints, make_plan
 from myaccel.rules.measured import MeasuredEffect
@@ -204,7 +204,7 @@ def _effects(
             comparison="plan-vs-plus" if kind == "plus" else "without-vs-with",
             setting=setting,
             machine=_machine(facts),
-            cpus=int(server_cpu_budget(facts).value or 0),
+            cpus=int(server_resources(facts).usable_cpus.value or 0),
             flavor=flavor,
             server=f"{'MariaDB' if flavor == 'mariadb' else 'MySQL'} {srv.version.value}",
             workload=c.workload,

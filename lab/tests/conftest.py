@@ -1,5 +1,5 @@
 """One guest per session (4 CPUs in 2 sockets, 2 NUMA nodes of 1536 MiB), started from the
-cached dependencies layer (lab/layers.py), with myaccel's wheel installed in it; every
+cached image, which holds myaccel's dependencies (lab/image.py), with myaccel's wheel installed in it; every
 step's time said as it ends and listed in the summary.
 
 The aarch64 lab (`make lab-arm-test`, marker `lab_arm`): one arm64 guest per CPU model in
@@ -70,8 +70,9 @@ def guest() -> Iterator[Guest]:
     reason = missing_reason(cache, cached_image(cache) is not None)
     if reason:
         pytest.skip(reason)
-    image = build_image(TIMINGS, cache)
-    layer = deps_layer(image, wheelhouse(cache, TIMINGS), TIMINGS)
+    house = wheelhouse(cache, TIMINGS)
+    image = build_image(TIMINGS, cache, house=house)
+    layer = deps_layer(image, house, TIMINGS)
     workdir = Path(tempfile.mkdtemp(prefix="lab-guest-", dir="/tmp"))
     machine = Guest(image, LAB_TOPOLOGY, workdir, TIMINGS, backing=layer)
     try:
@@ -113,8 +114,8 @@ def arm_guest(request: pytest.FixtureRequest, lab_wheel: Path) -> Iterator[Guest
     reason = missing_reason(cache, cached_image(cache, ARM64) is not None, ARM64)
     if reason:
         pytest.skip(reason)
-    image = build_image(TIMINGS, cache, ARM64)
     house = wheelhouse(cache, TIMINGS, ARM64)
+    image = build_image(TIMINGS, cache, ARM64, house)
     layer = deps_layer(image, house, TIMINGS)  # with MariaDB's system tables made
     workdir = Path(tempfile.mkdtemp(prefix=f"lab-arm-{model}-", dir="/tmp"))
     machine = Guest(image, arm_topology(model), workdir, TIMINGS, backing=layer)

@@ -1,6 +1,6 @@
 """`myaccel accelerate` on the guest's own systemd server, as a DBA runs it: the unit found
 from the server's cgroup (no --restart-command), the A/B on a clone inside the guest with
-MYACCEL_HOME on a second disk (vdb), the guarded apply, and `--swap-binary` for real: a
+MYACCEL_HOME on a second disk (vdb, XFS: the A/B's snapshots are reflinks), the guarded apply, and `--swap-binary` for real: a
 second binary of the server's version (a copy of Debian's mariadbd in a complete build
 directory) swapped into mariadb.service by an ExecStart drop-in; then the two rollbacks,
 checked from inside the guest (/proc/PID/exe, the unit's ExecStart, the files)."""
@@ -59,7 +59,7 @@ def test_accelerate_the_systemd_server_with_a_swapped_binary(
     never timed); --force swaps the copy in although it cannot beat itself."""
     guest = myaccel_guest
     guest.run(
-        f"mountpoint -q {HOME} || (mkfs.ext4 -q -F /dev/vdb && mkdir -p {HOME} && "
+        f"mountpoint -q {HOME} || (mkfs.xfs -q -f /dev/vdb && mkdir -p {HOME} && "
         f"mount /dev/vdb {HOME})"
     )
     guest.run(f"rm -rf {BUILD}")

@@ -9,7 +9,8 @@ from sysroot_tree import sysroot_tree
 from test_rules import server
 
 from myaccel.facts.collect import collect_facts
-from myaccel.facts.cpulimits import cgroup_cpu_quota, server_cpu_budget
+from myaccel.facts.cpulimits import cgroup_cpu_quota
+from myaccel.facts.resources import server_resources
 from myaccel.model import Fact, Facts, known
 
 ROOTS = Path(__file__).parent.parent / "fixtures" / "sysroots"
@@ -73,22 +74,22 @@ def _kunpeng_with_server(cpus: str, quota: float | None) -> Facts:
 
 
 def test_budget_is_the_quota_when_it_binds() -> None:
-    b = server_cpu_budget(_kunpeng_with_server("0-127", 4.0))
+    b = server_resources(_kunpeng_with_server("0-127", 4.0)).usable_cpus
     assert b.value == 4 and "quota" in b.source
 
 
 def test_budget_is_the_affinity_when_it_binds() -> None:
-    b = server_cpu_budget(_kunpeng_with_server("0-3", None))
+    b = server_resources(_kunpeng_with_server("0-3", None)).usable_cpus
     assert b.value == 4 and "Cpus_allowed_list 0-3" in b.source
 
 
 def test_fractional_quota_rounds_up() -> None:
-    assert server_cpu_budget(_kunpeng_with_server("0-127", 2.5)).value == 3
+    assert server_resources(_kunpeng_with_server("0-127", 2.5)).usable_cpus.value == 3
 
 
 def test_host_only_facts_say_the_servers_limits_were_not_read() -> None:
     f = collect_facts(ROOTS / "kunpeng920-2s", perf_live_test=False)
-    b = server_cpu_budget(f)
+    b = server_resources(f).usable_cpus
     assert b.value == 128 and "not read" in b.source
 
 

@@ -1,16 +1,12 @@
-"""How many CPUs a server may really use: its affinity (``Cpus_allowed_list``), its cgroup's
-CPU quota (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``) and the host's
-online CPUs, whichever binds first. Rules size threads, spin and redo by this, not by the
-host's CPU count (a 4-CPU container on a 64-core host is a 4-CPU server)."""
+"""A process's cgroup CPU quota (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``)
+along its cgroup path, in CPUs. What binds first, the affinity, the quota or the host's
+CPUs, is ``resources.py``'s."""
 
 from __future__ import annotations
 
-import math
-
-from myaccel.cpulist import parse_cpu_list
 from myaccel.facts.cgroup import ancestors, cgroup_paths
 from myaccel.facts.sysroot import Sysroot
-from myaccel.model import Fact, Facts, known, unknown
+from myaccel.model import Fact, unknown
 
 V1_CPU_BASES = ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu")
 
@@ -85,36 +81,3 @@ def cgroup_cpu_quota(sr: Sysroot, cgroup_file: str) -> Fact[float]:
     if v2 is not None:
         return _quota_v2(sr, v2)
     return unknown("no cpu controller in the cgroup file", cgroup_file)
-
-
-def server_visible_cpus(facts: Facts) -> Fact[int]:
-    """The CPUs the server sees: min(host CPUs, its affinity), without its cgroup quota.
-    What a server sizes itself by (MariaDB's thread_pool_size defaults to it)."""
-    host = facts.cpu.logical_cpus
-    if not host.known or host.value is None:
-        return unknown(host.unknown or "host CPU count unknown", host.source)
-    best, why = host.value, f"host: {host.value} logical CPUs"
-    srv = facts.server
-    if srv is None:
-        return known(best, f"{why} (no server facts: its own limits were not read)")
-    if srv.cpus_allowed.known and srv.cpus_allowed.value:
-        n = len(parse_cpu_list(srv.cpus_allowed.value))
-        if 0 < n < best:
-            best, why = n, f"server affinity: Cpus_allowed_list {srv.cpus_allowed.value} ({n} CPUs)"
-    return known(best, why)
-
-
-def server_cpu_budget(facts: Facts) -> Fact[int]:
-    """The CPUs the server can use: min(host CPUs, its affinity, ceil(its cgroup quota)),
-    with the source naming which one binds. Host-only facts give the host's CPUs, said so."""
-    visible = server_visible_cpus(facts)
-    srv = facts.server
-    if not visible.known or visible.value is None or srv is None:
-        return visible
-    best, why = visible.value, visible.source
-    quota = srv.cpu_quota_cpus
-    if quota.known and quota.value is not None:
-        n = max(1, math.ceil(quota.value - 1e-9))
-        if n < best:
-            best, why = n, f"server cgroup CPU quota: {quota.value:g} CPUs ({quota.source})"
-    return known(best, why)

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pymysql
 
-from myaccel.cpulist import parse_cpu_list
-from myaccel.facts.cpulimits import cgroup_cpu_quota
-from myaccel.facts.memory import cgroup_memory
+from myaccel.facts.process import ProcessFacts, process_facts
 from myaccel.facts.sysroot import Sysroot
 from myaccel.model import Fact, ServerFacts, known, unknown
 from myaccel.server.connection import ConnectParams, connect, query_rows
 from myaccel.server.flavor import parse_server_version
-
-
-def _status_field(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(key + ":"):
-            return line.split(":", 1)[1].strip()
-    return None
 
 
 def collect_server(params: ConnectParams, sr: Sysroot | None = None) -> ServerFacts:
@@ -57,30 +47,14 @@ def _collect(
     data_size = _data_size(conn, sv.flavor if sv else "mysql")
 
     local = params.socket is not None or (params.host or "") in ("127.0.0.1", "localhost", "::1")
+    proc = ProcessFacts.unknown("server is remote", "/proc/PID")
     pid: Fact[int] = unknown("server is remote", "@@pid_file")
-    exe: Fact[str] = unknown("server is remote", "/proc/PID/exe")
-    cpus: Fact[str] = unknown("server is remote", "/proc/PID/status")
-    mems: Fact[str] = unknown("server is remote", "/proc/PID/status")
-    cg_limit: Fact[int] = unknown("server is remote", "/proc/PID/cgroup")
-    cg_cpu: Fact[float] = unknown("server is remote", "/proc/PID/cgroup")
     if local:
         pid = pid_from_file(variables.get("pid_file", ""))
         if pid.known and pid.value is not None:
-            p = pid.value
-            try:
-                exe = known(os.readlink(f"/proc/{p}/exe"), f"/proc/{p}/exe")
-            except OSError as exc:
-                exe = unknown(f"cannot read: {exc.strerror}", f"/proc/{p}/exe")
-            st = sr.read_text(f"/proc/{p}/status") or ""
-            c = _status_field(st, "Cpus_allowed_list")
-            mm = _status_field(st, "Mems_allowed_list")
-            cpus = _cpu_list_field(c, "Cpus_allowed_list", f"/proc/{p}/status")
-            mems = _cpu_list_field(mm, "Mems_allowed_list", f"/proc/{p}/status")
-            cg_limit = cgroup_memory(sr, f"/proc/{p}/cgroup")[2]
-            cg_cpu = cgroup_cpu_quota(sr, f"/proc/{p}/cgroup")
+            proc = process_facts(sr, pid.value)
         else:
-            why = pid.unknown or "no pid"
-            exe = cpus = mems = cg_limit = cg_cpu = unknown(why, "@@pid_file")
+            proc = ProcessFacts.unknown(pid.unknown or "no pid", "@@pid_file")
     return ServerFacts(
         connection=params.describe(),
         flavor=flavor,
@@ -91,25 +65,14 @@ def _collect(
         datadir=datadir,
         data_size_bytes=data_size,
         pid=pid,
-        binary_path=exe,
-        cpus_allowed=cpus,
-        mems_allowed=mems,
-        cgroup_limit_bytes=cg_limit,
-        cpu_quota_cpus=cg_cpu,
+        binary_path=proc.binary_path,
+        cpus_allowed=proc.cpus_allowed,
+        mems_allowed=proc.mems_allowed,
+        cgroup_limit_bytes=proc.cgroup_limit_bytes,
+        cpu_quota_cpus=proc.cpu_quota_cpus,
         variables=known(variables, "SHOW GLOBAL VARIABLES"),
         status=known(status, "SHOW GLOBAL STATUS"),
     )
-
-
-def _cpu_list_field(value: str | None, key: str, src: str) -> Fact[str]:
-    """A ``Cpus_allowed_list``-style field: known when it parses as a CPU list."""
-    if not value:
-        return unknown("not readable", src)
-    try:
-        parse_cpu_list(value)
-    except ValueError as exc:
-        return unknown(f"{src}: {key} {value[:40]!r}: {exc}", src)
-    return known(value, src)
 
 
 def pid_from_file(pid_file: str) -> Fact[int]:

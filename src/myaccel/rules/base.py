@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from myaccel.facts.cpulimits import server_cpu_budget, server_visible_cpus
+from myaccel.facts.resources import ServerResources, server_resources
 from myaccel.model import Facts
 from myaccel.rules.model import Layer, Recommendation
 from myaccel.server.flavor import ServerVersion, parse_server_version
@@ -67,6 +67,15 @@ class RuleContext:
     knobs: KnobView | None = None
     proposed: dict[str, str] = field(default_factory=dict)  # server knob -> proposed value
     rule: RuleSpec | None = None  # the rule running now (the engine sets it)
+    _resources: ServerResources | None = field(default=None, init=False, repr=False)
+
+    @property
+    def resources(self) -> ServerResources:
+        """The CPUs and memory the server may use (``facts/resources.py``)."""
+        got = self._resources
+        if got is None:
+            got = self._resources = server_resources(self.facts)
+        return got
 
     @property
     def server(self) -> Any:
@@ -120,7 +129,7 @@ class RuleContext:
     def cpus(self) -> int:
         """The CPUs the server can use (its affinity and cgroup quota bind before the
         host's count: ``facts/cpulimits.py``)."""
-        n = server_cpu_budget(self.facts).value
+        n = self.resources.usable_cpus.value
         if not n:
             raise Skip("CPU count unknown")
         return n
@@ -129,23 +138,14 @@ class RuleContext:
         """The memory the server may use and what binds: its own cgroup limit, the probe's
         (a container's) limit, or the RAM. Host-wide rules judge the server's share of a
         machine by it, not by the host's RAM (a 2 GiB container on a 124 GiB host)."""
-        f = self.facts
-        budget: int | None = None
-        src = ""
-        s = f.server
-        if s is not None and s.cgroup_limit_bytes.known and s.cgroup_limit_bytes.value:
-            budget = s.cgroup_limit_bytes.value
-            src = f"server cgroup limit ({s.cgroup_limit_bytes.source})"
-        eff = f.memory.effective_limit_bytes
-        if eff.known and eff.value and (budget is None or eff.value < budget):
-            budget, src = eff.value, f"min(RAM, cgroup limit) ({eff.source})"
-        if budget is None:
+        m = self.resources.memory_bytes
+        if not m.known or not m.value:
             raise Skip("memory size unknown")
-        return budget, src
+        return m.value, m.source
 
     def visible_cpus(self) -> int:
         """The CPUs the server sees (its affinity, not its quota): what it sizes itself by."""
-        n = server_visible_cpus(self.facts).value
+        n = self.resources.visible_cpus.value
         if not n:
             raise Skip("CPU count unknown")
         return n
@@ -159,7 +159,7 @@ class RuleContext:
 
     def cpus_evidence(self) -> str:
         """``cpus()`` with what it rests on, for a recommendation's evidence."""
-        b = server_cpu_budget(self.facts)
+        b = self.resources.usable_cpus
         return f"{b.value} ({b.source})"
 
     def numa_nodes(self) -> int:

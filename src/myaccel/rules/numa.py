@@ -17,6 +17,7 @@ saying what it is for. What it guarantees (issue 34's defects 1-3):
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
@@ -99,7 +100,9 @@ class _Nodes:
 
 
 def _sort(
-    nodes: list[NumaNode], server_cpus: set[int] | None, server_mems: set[int] | None
+    nodes: list[NumaNode],
+    server_cpus: AbstractSet[int] | None,
+    server_mems: AbstractSet[int] | None,
 ) -> _Nodes:
     own: dict[int, list[int]] = {}
     unused: dict[int, str] = {}
@@ -143,8 +146,8 @@ def _grow(ns: _Nodes, anchor: NumaNode, pool_bytes: int) -> list[NumaNode]:
 
 def place(
     nodes: list[NumaNode],
-    server_cpus: set[int] | None,
-    server_mems: set[int] | None,
+    server_cpus: AbstractSet[int] | None,
+    server_mems: AbstractSet[int] | None,
     pool_bytes: int,
 ) -> Placement:
     """The placement for a buffer pool of ``pool_bytes`` of a server that may run on

@@ -141,18 +141,6 @@ def _buffer_pool_for_numa(ctx: RuleContext) -> tuple[int, str]:
     return int(mem * 0.75), "no server facts: a dedicated server's pool, 75% of memory"
 
 
-def _server_cpus_and_mems(ctx: RuleContext) -> tuple[set[int] | None, set[int] | None]:
-    """The CPUs and memory nodes the server may use (its Cpus_allowed_list and
-    Mems_allowed_list: a systemd CPUAffinity or a cpuset is already in them); None where
-    unknown or without server facts."""
-    s = ctx.facts.server
-    if s is None:
-        return None, None
-    cpus = set(parse_cpu_list(s.cpus_allowed.value)) if s.cpus_allowed.value else None
-    mems = set(parse_cpu_list(s.mems_allowed.value)) if s.mems_allowed.value else None
-    return cpus, mems
-
-
 def placement(
     ctx: RuleContext,
     rec_id: str,
@@ -228,7 +216,7 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
     if len(nodes) < 2:
         raise Skip("single NUMA node")
     bp, bp_why = _buffer_pool_for_numa(ctx)
-    cpus, mems = _server_cpus_and_mems(ctx)
+    cpus, mems = ctx.resources.cpus, ctx.resources.mems
     p = place(nodes, cpus, mems, bp)
     if p.policy == "none":
         raise Skip(p.reason)
@@ -308,7 +296,7 @@ def irq_cores(ctx: RuleContext, nic: NetInterface) -> tuple[list[int], str]:
             pool = [c for c in parse_cpu_list(nd.cpus) if c in up]
     if not pool:
         pool = online
-    cpus, _ = _server_cpus_and_mems(ctx)
+    cpus = ctx.resources.cpus
     if cpus is None or set(online) <= cpus:
         return pool[-want:], ""  # the server runs everywhere: every core is shared alike
     free = [c for c in pool if c not in cpus]

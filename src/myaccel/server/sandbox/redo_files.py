@@ -20,6 +20,7 @@ bytes read from it, so the content is the same by construction."""
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from pathlib import Path
 REDO_GLOBS = ("ib_logfile*", "#innodb_redo/#ib_redo*")
 
 CHUNK = 4 << 20
+# direct I/O's alignment: the logical block size of any disk (4096 or 512) divides it
+ALIGN = 4096
 
 
 def redo_files(datadir: Path) -> list[Path]:
@@ -73,24 +76,58 @@ def unwritten_bytes(path: Path) -> int:
         os.close(fd)
 
 
+def _direct_fd(path: Path) -> int | None:
+    """``path`` opened for direct I/O, or None where the filesystem refuses it (tmpfs)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_DIRECT)
+    except OSError as e:
+        if e.errno == errno.EINVAL:
+            return None
+        raise
+
+
+def _copy_back(fd: int, direct: int | None, buf: mmap.mmap, pos: int, end: int) -> int:
+    """Read [pos, end) and write the same bytes back; the bytes written. Through ``direct``
+    where the range is aligned (the page cache neither filled nor copied: measured in a TCG
+    guest, 2 GiB in 13 s against 100 s buffered), else through ``fd``."""
+    view = memoryview(buf)
+    written = 0
+    while pos < end:
+        n = min(CHUNK, end - pos)
+        aligned = direct is not None and pos % ALIGN == 0 and n % ALIGN == 0
+        use = direct if aligned and direct is not None else fd
+        got = os.preadv(use, [view[:n]], pos)
+        if got <= 0:
+            break
+        if got % ALIGN:
+            use = fd  # a short read at the end of the file: write it buffered
+        os.pwritev(use, [view[:got]], pos)
+        pos += got
+        written += got
+    view.release()
+    return written
+
+
 def densify(path: Path) -> int:
     """Write back every hole of ``path`` with the bytes read from it, then fsync; the
     bytes written (0 for a dense file)."""
     fd = os.open(path, os.O_RDWR)
+    direct: int | None = None
     written = 0
     try:
-        for start, end in _holes(fd, os.fstat(fd).st_size):
-            pos = start
-            while pos < end:
-                buf = os.pread(fd, min(CHUNK, end - pos), pos)
-                if not buf:
-                    break
-                os.pwrite(fd, buf, pos)
-                pos += len(buf)
-                written += len(buf)
+        holes = _holes(fd, os.fstat(fd).st_size)
+        if holes:
+            direct = _direct_fd(path)
+            with mmap.mmap(-1, CHUNK) as buf:  # page-aligned, as direct I/O needs
+                for start, end in holes:
+                    written += _copy_back(fd, direct, buf, start, end)
         if written:
             os.fsync(fd)
+            if direct is not None:
+                os.fsync(direct)
     finally:
+        if direct is not None:
+            os.close(direct)
         os.close(fd)
     return written
 
