@@ -125,3 +125,30 @@ def test_nic_interrupts_keep_off_a_pinned_servers_cpus() -> None:
     assert cores == "16-31" and "shared with the server's CPUs (0-31)" in why
     cores, why = irq("0-127")
     assert cores == "16-31" and "shared" not in why and "outside" not in why
+
+
+def _table(rows: list[list[int]], gib: int = 64, cpus: int = 16) -> list[NumaNode]:
+    return [
+        NumaNode(
+            node=i,
+            cpus=f"{i * cpus}-{i * cpus + cpus - 1}",
+            cpu_count=cpus,
+            memory_total_bytes=gib * GiB,
+            distances=row,
+        )
+        for i, row in enumerate(rows)
+    ]
+
+
+def test_uneven_cross_socket_distances_are_still_across_sockets() -> None:
+    """Kunpeng 920's table (16 within a socket; 25, 32, 33 across): nodes 0-2 are two
+    sockets although 32 is below the largest distance; a 4-socket table (21 to a
+    neighbour, 31 beyond) has no socket of two nodes at all."""
+    kunpeng = _table([[10, 16, 32, 33], [16, 10, 25, 32], [32, 25, 10, 16], [33, 32, 16, 10]])
+    p = place(kunpeng, None, None, int(HEADROOM * 3 * 64 * GiB))
+    assert p.policy == "interleave" and "span sockets" in p.reason, table(p)
+    p = place(kunpeng, None, None, int(HEADROOM * 2 * 64 * GiB))
+    assert p.policy == "bind" and p.nodes == (0, 1), table(p)
+    four = _table([[10, 21, 31, 21], [21, 10, 21, 31], [31, 21, 10, 21], [21, 31, 21, 10]])
+    assert place(four, None, None, int(HEADROOM * 2 * 64 * GiB)).policy == "interleave"
+    assert place(four, None, None, int(HEADROOM * 64 * GiB)).nodes == (0,)

@@ -10,7 +10,8 @@ saying what it is for. What it guarantees (issue 34's defects 1-3):
   memory-only node: HBM, CXL) is never bound nor interleaved over;
 - a binding's CPUs are the server's own CPUs on the chosen nodes: it never widens them;
 - memory is bound strictly only with headroom (the pool at most ``HEADROOM`` of the chosen
-  nodes' memory), within one distance class (not across sockets: with distances unknown,
+  nodes' memory), within one socket (the nearer side of the distance table's largest
+  step, ``_near``; with distances unknown,
   at most half the candidate nodes), and never to every candidate node (that is what
   interleave is for). Otherwise: interleave over the candidates, or nothing.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from myaccel.cpulist import format_cpu_list, parse_cpu_list
@@ -26,6 +28,10 @@ from myaccel.model import NumaNode
 
 HEADROOM = 0.70  # strict binding only if the pool fills at most 70% of the nodes' memory
 LOCAL = 10  # the firmware's distance of a node to itself
+# Linux's REMOTE_DISTANCE (include/linux/topology.h): the default distance to another
+# socket's node; within a socket the tables seen are below it (11-12 Intel SNC and AMD
+# NPS, 16 Kunpeng 920), across sockets at or above it (21, 25-33, 32)
+REMOTE = 20
 
 Policy = Literal["bind", "interleave", "none"]
 
@@ -60,6 +66,27 @@ def _max_distance(group: list[NumaNode], index: dict[int, int]) -> int | None:
     if any(n.distances is None for n in group):
         return None
     return max((n.distances or [])[index[m.node]] for n in group for m in group)
+
+
+def _near(group: list[NumaNode], index: dict[int, int]) -> int | None:
+    """The largest distance that still counts as one socket among ``group``: the remote
+    distances sorted, split at their largest step (by ratio). Cross-socket distances need
+    not be one value: Kunpeng 920's table has 16 within a socket and 25, 32 and 33 across
+    it, so "below the largest distance" would call nodes 0-2 one socket. With one remote
+    value there is no step: only a single node counts as near (the two cannot be told
+    apart: 21 across two sockets, 12 within one EPYC socket); nor when the step is among
+    distances of ``REMOTE`` and above. None without distances."""
+    if any(n.distances is None for n in group):
+        return None
+    remote = sorted(
+        {(n.distances or [])[index[m.node]] for n in group for m in group if m.node != n.node}
+    )
+    if len(remote) < 2:
+        return LOCAL
+    steps = [(b / a, a) for a, b in pairwise(remote) if a > 0]
+    near = max(steps)[1] if steps else LOCAL
+    # a step among remote-socket distances only (a 4-socket table: 21 and 31) is no socket
+    return near if near < REMOTE else LOCAL
 
 
 @dataclass(frozen=True)
@@ -177,9 +204,9 @@ def place(
             "headroom: local-first allocation spills over safely",
         )  # fmt: skip
     index = ns.index
-    within, spread = _max_distance(chosen, index), _max_distance(ns.cand, index)
-    if within is not None and spread is not None:
-        narrow = within < spread
+    within, near = _max_distance(chosen, index), _near(ns.cand, index)
+    if within is not None and near is not None:
+        narrow = within <= near
     else:
         narrow = 2 * len(chosen) <= len(ns.cand)
     if held and len(chosen) < len(ns.cand) and narrow:
