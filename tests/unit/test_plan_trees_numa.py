@@ -204,3 +204,26 @@ def test_a_garbage_cpu_list_is_unknown_and_the_plan_is_still_made(tmp_path: Path
     assert "Cpus_allowed_list '0-,64'" in (f.server.cpus_allowed.unknown or "")
     p = make_plan(f)
     assert p.recommendations
+
+
+def test_the_plan_shows_the_placement_per_node(tmp_path: Path) -> None:
+    """`myaccel plan` prints the placement with a line per node, also when it leaves the
+    placement alone; a one-node machine has none."""
+    from myaccel.rules.render import format_markdown, format_text
+
+    root = copy(tmp_path, "kunpeng920-2s")
+    server_process(root, "64-127", "0-3", memory_max=100 * GIB)
+    p = make_plan(facts(root, mysql()))
+    assert p.numa_placement is not None and p.numa_placement[0].startswith("NUMA placement: bind")
+    text = format_text(p)
+    assert "  node 0: cpus 0-31, server's -," in text and "(none of the server's CPUs)" in text
+    assert "  node 2: cpus 64-95, server's 64-95, memory 126 GiB, distance 10: bind" in text
+    assert "- node 2: cpus 64-95" in format_markdown(p)
+    grace = _grace_like(tmp_path / "g")
+    server_process(grace, "0-15", "0-1", memory_max=150 * GIB)
+    alone = make_plan(facts(grace, mysql()))
+    assert alone.numa_placement is not None and "none" in alone.numa_placement[0]
+    assert "memory-only" in format_text(alone)
+    single = copy(tmp_path, "yitian710-g8y2xlarge")
+    server_process(single, "0-7", "0")
+    assert make_plan(facts(single, mysql())).numa_placement is None

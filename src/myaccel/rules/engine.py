@@ -125,6 +125,7 @@ def make_plan(
     memory: MemoryBudget | None = None
     if facts.server is not None and "server" in want:
         memory = _memory_budget(ctx, warnings)
+    numa = _numa_table(ctx) if "numa" in want else None
     sv = None
     if facts.server is not None:
         sv = {
@@ -145,6 +146,7 @@ def make_plan(
         recommendations=final,
         skipped=skipped,
         memory=memory,
+        numa_placement=numa,
         warnings=warnings,
     ).sealed()
 
@@ -240,6 +242,18 @@ def _memory_budget(ctx: RuleContext, warnings: list[str]) -> MemoryBudget | None
             f"memory sum {format_gib(memory.total_bytes)} exceeds the budget {format_gib(memory.budget_bytes)}"
         )
     return memory
+
+
+def _numa_table(ctx: RuleContext) -> list[str] | None:
+    """The NUMA placement, one line per node (``numa.table``), on a machine of several
+    nodes, whether the plan binds, interleaves or leaves the placement alone."""
+    from myaccel.rules.numa import table
+    from myaccel.rules.os_rules import numa_placement
+
+    try:
+        return table(numa_placement(ctx)[0])
+    except Skip:
+        return None
 
 
 def _durability_change(r: Recommendation) -> bool:

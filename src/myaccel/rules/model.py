@@ -93,6 +93,9 @@ class Plan(Frozen):
     recommendations: list[Recommendation] = Field(default_factory=list)
     skipped: list[Skipped] = Field(default_factory=list)
     memory: MemoryBudget | None = None
+    # the NUMA placement, its policy then one line per node (rules/numa.py `table`); None
+    # on one node, without the numa layer, and in plans made before myaccel showed it
+    numa_placement: list[str] | None = None
     warnings: list[str] = Field(default_factory=list)
     # sha256 of everything above (durability included), set by `myaccel plan`: apply
     # accepts durability-knob changes only from a relaxed plan whose digest still matches.
@@ -101,7 +104,10 @@ class Plan(Frozen):
 
     def content_digest(self) -> str:
         """The digest of this plan's content (every field but ``digest``)."""
-        doc = self.model_dump(mode="json", exclude={"digest"})
+        # a field a plan can lack (None) is left out, so that a plan made before it existed
+        # keeps its digest
+        skip = {"digest"} | ({"numa_placement"} if self.numa_placement is None else set())
+        doc = self.model_dump(mode="json", exclude=skip)
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 

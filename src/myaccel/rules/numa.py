@@ -215,7 +215,7 @@ def place(
             "bind", tuple(sorted(ids)), cpus,
             ns.rows(ids, "bind", anchor.node, "the pool fits the bound nodes"),
             f"{pool} fits node(s) {format_cpu_list(sorted(ids))} "
-            f"({_gib(_memory(chosen))}) with headroom, within one distance class",
+            f"({_gib(_memory(chosen))}) with headroom, within one socket",
         )  # fmt: skip
     if not held:
         why = f"{pool} needs more than {HEADROOM:.0%} of {_gib(_memory(ns.cand))}"

@@ -7,7 +7,7 @@ from myaccel.model import NetInterface
 from myaccel.rules.base import RuleContext, Skip, recommend, rule
 from myaccel.rules.conditions import managed
 from myaccel.rules.model import Recommendation
-from myaccel.rules.numa import place, table
+from myaccel.rules.numa import Placement, place, table
 
 THP = "/sys/kernel/mm/transparent_hugepage"
 
@@ -141,6 +141,16 @@ def _buffer_pool_for_numa(ctx: RuleContext) -> tuple[int, str]:
     return int(mem * 0.75), "no server facts: a dedicated server's pool, 75% of memory"
 
 
+def numa_placement(ctx: RuleContext) -> tuple[Placement, int, str]:
+    """Where the server's memory and threads go (``numa.place``), with the buffer pool it
+    must hold and where that figure comes from; the plan shows its table too."""
+    nodes = ctx.facts.cpu.numa_nodes.value or []
+    if len(nodes) < 2:
+        raise Skip("single NUMA node")
+    bp, bp_why = _buffer_pool_for_numa(ctx)
+    return place(nodes, ctx.resources.cpus, ctx.resources.mems, bp), bp, bp_why
+
+
 def placement(
     ctx: RuleContext,
     rec_id: str,
@@ -213,11 +223,7 @@ def numa_binding(ctx: RuleContext) -> list[Recommendation]:
     pool with 30% headroom, within one socket and short of all of them, on the server's
     own CPUs there; otherwise interleave over them, or leave the placement alone."""
     nodes = ctx.facts.cpu.numa_nodes.value or []
-    if len(nodes) < 2:
-        raise Skip("single NUMA node")
-    bp, bp_why = _buffer_pool_for_numa(ctx)
-    cpus, mems = ctx.resources.cpus, ctx.resources.mems
-    p = place(nodes, cpus, mems, bp)
+    p, bp, bp_why = numa_placement(ctx)
     if p.policy == "none":
         raise Skip(p.reason)
     evidence = {

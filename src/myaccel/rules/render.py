@@ -37,6 +37,10 @@ def format_text(plan: Plan) -> str:
             f"global {m.global_buffers_bytes / gib:.2f} + OS reserve {m.os_reserve_bytes / gib:.1f} = {m.total_bytes / gib:.1f} GiB"
             + ("" if m.within else "  EXCEEDS THE BUDGET")
         )
+    if plan.numa_placement:
+        lines.append("")
+        lines.append(plan.numa_placement[0])
+        lines.extend(f"  {row}" for row in plan.numa_placement[1:])
     if plan.skipped:
         lines.append("")
         lines.append("skipped:")
@@ -71,6 +75,9 @@ def format_markdown(plan: Plan) -> str:
     ]
     header = ["layer", "id", "target", "current", "proposed", "risk", "expected effect", "source"]
     lines += markdown.table(header, rows)
+    if plan.numa_placement:
+        lines += ["", f"{plan.numa_placement[0]}:", ""]
+        lines += [f"- {row}" for row in plan.numa_placement[1:]]
     if plan.skipped:
         lines += ["", "Skipped:", ""]
         lines += [f"- `{s.id}`: {s.reason}" for s in plan.skipped]
