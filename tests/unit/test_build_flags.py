@@ -59,7 +59,8 @@ def test_parse_opts() -> None:
     [
         ("graviton2-m6g", "-mcpu=neoverse-n1", "-mtune=neoverse-n1"),
         ("kunpeng920-2s", "-mcpu=tsv110", "-mtune=tsv110"),
-        ("yitian710-g8y2xlarge", "-mcpu=neoverse-n2", "-mtune=neoverse-n2"),
+        # the Yitian 710 tree lists `sb` among its Features: the build for it gets +sb
+        ("yitian710-g8y2xlarge", "-mcpu=neoverse-n2+sb", "-mtune=neoverse-n2"),
     ],
 )
 def test_aarch64_flags_from_probe_facts(sysroot: str, lse_flag: str, tune: str) -> None:
@@ -74,6 +75,7 @@ def test_aarch64_flags_from_probe_facts(sysroot: str, lse_flag: str, tune: str) 
     flags, why = arch_flags(BuildRequest(opts=("lse",)), target)
     assert flags == [lse_flag]
     assert "inline LSE" in why
+    assert ("+sb: the target has the speculation barrier" in why) == lse_flag.endswith("+sb")
 
 
 def test_lse_refused_without_atomics(tmp_path: Path) -> None:
