@@ -227,3 +227,17 @@ def test_the_plan_shows_the_placement_per_node(tmp_path: Path) -> None:
     single = copy(tmp_path, "yitian710-g8y2xlarge")
     server_process(single, "0-7", "0")
     assert make_plan(facts(single, mysql())).numa_placement is None
+
+
+def test_offline_cpus_are_never_in_the_affinity(tmp_path: Path) -> None:
+    """CPUs 64-71 offline (``/sys/devices/system/cpu/online``): node 3 holds more of the
+    server's online CPUs than node 2 (32 against 24) and is the one bound; no offline CPU
+    in an affinity, with server facts and without."""
+    root = copy(tmp_path, "kunpeng920-2s")
+    write(root, "/sys/devices/system/cpu/online", "0-63,72-127\n")
+    server_process(root, "64-127", "0-3", memory_max=100 * GIB)
+    got = placement_lists(make_plan(facts(root, mysql())))
+    assert got == {"NUMAPolicy": "bind", "NUMAMask": "3", "CPUAffinity": "96-127"}, got
+    host_only = collect_facts(root, perf_live_test=False)
+    bound = placement_lists(make_plan(host_only, layers=["numa"]))
+    assert not set(parse_cpu_list(bound.get("CPUAffinity", "0"))) & set(range(64, 72)), bound

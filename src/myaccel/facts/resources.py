@@ -20,8 +20,9 @@ class ServerResources:
     visible_cpus: Fact[int]  # min(host, affinity): what a server sizes itself by
     usable_cpus: Fact[int]  # also ceil(cgroup quota): what it can keep busy
     memory_bytes: Fact[int]  # min(its cgroup limit, the probe's limit or RAM)
-    cpus: frozenset[int] | None  # its Cpus_allowed_list; None: unknown or no server facts
+    cpus: frozenset[int] | None  # its Cpus_allowed_list that is online; None: unknown
     mems: frozenset[int] | None  # its Mems_allowed_list; None: unknown or no server facts
+    online: frozenset[int] | None  # the host's online CPUs; None: unknown
 
 
 def _visible_cpus(facts: Facts) -> Fact[int]:
@@ -77,10 +78,15 @@ def server_resources(facts: Facts) -> ServerResources:
     """The server's share of the machine (host-only facts: the host's, said so)."""
     visible = _visible_cpus(facts)
     s = facts.server
+    online = _list(facts.cpu.online_cpus)
+    allowed = _list(s.cpus_allowed if s is not None else None)
+    if allowed is not None and online is not None and allowed & online:
+        allowed = allowed & online  # an offline CPU in an affinity mask runs nothing
     return ServerResources(
         visible_cpus=visible,
         usable_cpus=_usable_cpus(facts, visible),
         memory_bytes=_memory(facts),
-        cpus=_list(s.cpus_allowed if s is not None else None),
+        cpus=allowed,
         mems=_list(s.mems_allowed if s is not None else None),
+        online=online,
     )

@@ -148,7 +148,9 @@ def numa_placement(ctx: RuleContext) -> tuple[Placement, int, str]:
     if len(nodes) < 2:
         raise Skip("single NUMA node")
     bp, bp_why = _buffer_pool_for_numa(ctx)
-    return place(nodes, ctx.resources.cpus, ctx.resources.mems, bp), bp, bp_why
+    res = ctx.resources
+    cpus = res.cpus if res.cpus is not None else res.online  # never an offline CPU
+    return place(nodes, cpus, res.mems, bp), bp, bp_why
 
 
 def placement(
