@@ -156,3 +156,47 @@ def test_a_real_measurement_removes_its_scratch_file(tmp_path: Path) -> None:
     assert m.random_read_iops > 0 and m.random_write_iops > 0 and m.fsync_write_iops > 0
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".myaccel-iotest")]
     assert read_cached(m.device_key, tmp_path / "cache") is not None
+
+
+def test_a_plan_without_measure_storage_uses_the_cached_measurement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35 defect 4: `plan` without --measure-storage ignored the fio figures cached
+    for the datadir's disk, took rotational=1 (a virtio disk) for a spinning disk, and
+    proposed another server layer than the `accelerate` that had measured it."""
+    from click.testing import CliRunner
+    from test_rules import MYSQL_80, host, server
+
+    from myaccel.cli.main import cli
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("MYACCEL_HOME", str(home))
+    f = host("kunpeng920-2s")
+    f = f.model_copy(
+        update={
+            "storage": _storage(str(tmp_path)),
+            "server": server("8.0.34", "MySQL Community Server - GPL", MYSQL_80),
+        }
+    )
+    monkeypatch.setattr("myaccel.facts.collect.collect_facts", lambda *a, **k: f)
+    monkeypatch.setattr("myaccel.cli.plan.resolve", lambda conn: None)
+
+    def io_capacity() -> str:
+        r = CliRunner().invoke(cli, ["plan", "--json"])
+        assert r.exit_code == 0, r.output
+        import json
+
+        recs = json.loads(r.stdout)["recommendations"]
+        got = {x["target"]: x["proposed"] for x in recs}
+        return str(got.get("mysql:innodb_io_capacity"))
+
+    spinning = io_capacity()
+    cache = home / "cache" / "storage"
+    cache.mkdir(parents=True)
+    now = dt.datetime.now(dt.UTC)
+    (cache / "vda-ext4.json").write_text(_measurement("vda-ext4", now).model_dump_json())
+    monkeypatch.setattr(iomeasure.proc, "require", lambda name: pytest.fail("fio must not run"))
+    measured = io_capacity()
+    assert spinning != measured, (spinning, measured)
+    r = CliRunner().invoke(cli, ["plan"])
+    assert "storage: cached measurement" in r.stderr, r.stderr

@@ -411,3 +411,18 @@ def test_geomean_rejects_mixed_directions_and_empty() -> None:
         geomean_ratio([up, down])
     with pytest.raises(StatsInputError):
         geomean_ratio([])
+
+
+def test_a_coarse_mde_is_said_as_a_ratio_both_ways() -> None:
+    """Issue 35 defect 2: "only changes beyond +-502.2% are excluded" where the printed CI
+    excluded more, and a -502% change in TPS does not exist. The MDE is a ratio: +502% up
+    is -83% down."""
+    base = [100.0, 180.0, 60.0, 140.0, 75.0]
+    cand = [95.0, 170.0, 70.0, 150.0, 65.0]
+    r = compare_arms(base, cand)
+    assert r.verdict == "inconclusive", r.reason
+    assert r.mde_pct is not None and r.mde_pct > 100.0, r.mde_pct
+    assert "-" + f"{r.mde_pct:.1f}%" not in r.reason, r.reason
+    down = (1 / (1 + r.mde_pct / 100) - 1) * 100
+    assert f"+{r.mde_pct:.1f}% or {down:.1f}%" in r.reason, r.reason
+    assert -100.0 < down < 0.0

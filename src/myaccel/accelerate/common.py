@@ -11,7 +11,7 @@ from myaccel.bench.campaign import new_campaign_id
 from myaccel.bench.run_record import private_dir
 from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
-from myaccel.facts.iomeasure import facts_with_measured_storage
+from myaccel.facts.iomeasure import facts_with_cached_storage, facts_with_measured_storage
 from myaccel.model import Facts
 from myaccel.paths import myaccel_home
 from myaccel.rules.engine import Hints, make_plan
@@ -54,6 +54,8 @@ def facts_and_plan(
     facts = collect_facts("/", server=server, server_required=True)
     if req.measure_storage:
         facts = facts_with_measured_storage(facts, say=say)
+    else:  # never fio on a live server's disk unasked; what was measured on it counts
+        facts = facts_with_cached_storage(facts, say=say)
     plan = make_plan(
         facts,
         durability=req.durability,

@@ -53,7 +53,7 @@ class PlanOptions(ServerOptions):
 def plan(opts: PlanOptions) -> None:
     """Turn facts into a layered plan: what to change, why, how sure, how to verify."""
     from myaccel.facts.collect import collect_facts
-    from myaccel.facts.iomeasure import facts_with_measured_storage
+    from myaccel.facts.iomeasure import facts_with_cached_storage, facts_with_measured_storage
     from myaccel.facts.load import load_facts
     from myaccel.rules.engine import Hints, make_plan
     from myaccel.rules.render import format_markdown, format_text
@@ -64,6 +64,8 @@ def plan(opts: PlanOptions) -> None:
         facts = collect_facts("/", server=resolve(opts.conn), server_required=True)
     if opts.measure_storage:
         facts = facts_with_measured_storage(facts, say=note)
+    elif not opts.facts_file:  # a facts file is planned as it was probed
+        facts = facts_with_cached_storage(facts, say=note)
     from myaccel.profile.hints import plan_hints
     from myaccel.rules.knobview import knob_view_for
 

@@ -269,6 +269,31 @@ def facts_with_measured_storage(
     return facts.model_copy(update={"storage": storage})
 
 
+def facts_with_cached_storage(facts: Facts, say: Callable[[str], None] | None = None) -> Facts:
+    """``facts`` with the storage measurement cached for the datadir's device, if any."""
+    storage = with_cached_measurement(facts.storage)
+    if storage is facts.storage:
+        return facts
+    if say is not None:
+        say(f"storage: {storage.measured.source} (--measure-storage measures again)")
+    return facts.model_copy(update={"storage": storage})
+
+
+def with_cached_measurement(storage: StorageFacts, cache_dir: Path | None = None) -> StorageFacts:
+    """``storage`` with the measurement cached for its device, when there is one and it
+    has none: never runs fio. A plan made without ``--measure-storage`` then judges the disk
+    by what was measured on it, like the ``accelerate`` that measured it (before: the same
+    SSD was "spinning" to `plan`, from rotational=1 on a virtio disk, and the two proposed
+    different server layers)."""
+    if storage.measured.known or storage.fs_type.value in _NOT_A_DISK:
+        return storage
+    m = read_cached(device_key(storage), cache_dir)
+    if m is None:
+        return storage
+    fact = known(m, f"cached measurement: {m.tool} under {m.scratch_dir} at {m.measured_at}")
+    return storage.model_copy(update={"measured": fact})
+
+
 def with_measurement(
     storage: StorageFacts,
     *,

@@ -190,16 +190,27 @@ def draw_verdict(
         reason = f"{head}: the median delta and the CI disagree (skewed or outlying runs)"
         advice.append("check the runs for outliers (a disturbed run, a cold cache)")
         advice.append(_runs_advice(a, max(threshold, abs(delta))))
-    elif a.mde_pct > max_mde_pct and -a.mde_pct <= low and high <= a.mde_pct:
+    elif a.mde_pct > max_mde_pct and mde_down(a.mde_pct) <= low and high <= a.mde_pct:
         reason = (
-            f"{head}: only changes beyond +-{a.mde_pct:.1f}% (the MDE at {m}+{n} runs) are "
-            f"excluded, more than max_mde_pct {max_mde_pct:g}%"
+            f"{head}: at {m}+{n} runs only a change of at least {mde_text(a.mde_pct)} (the "
+            f"MDE) would be seen, more than max_mde_pct {max_mde_pct:g}%"
         )
         advice.append(_runs_advice(a, max(threshold, max_mde_pct)))
     else:
         reason = f"{head}: the CI is wider than the +-{margin:.1f}% equivalence margin"
         advice.append(_runs_advice(a, max(threshold, abs(delta))))
     return "inconclusive", reason, [*advice, *noise_advice]
+
+
+def mde_down(mde_pct: float) -> float:
+    """The MDE as a decrease: the MDE is a ratio (on the log scale), so +100% up is -50%
+    down, and no decrease reaches -100%."""
+    return (1.0 / (1.0 + mde_pct / 100.0) - 1.0) * 100.0
+
+
+def mde_text(mde_pct: float) -> str:
+    """``+502.2% or -83.4%``: the smallest visible change either way."""
+    return f"+{mde_pct:.1f}% or {mde_down(mde_pct):.1f}%"
 
 
 def _runs_advice(a: Analysis, effect_pct: float) -> str:
