@@ -112,6 +112,29 @@ def test_report_prints_what_a_transaction_cost(tmp_path: Path) -> None:
     assert "pages flushed 0.5 -&gt; 3 (+500%)" in html.read_text()
 
 
+def test_an_invalid_run_is_not_counted_as_disturbed() -> None:
+    """Issue 35 defect 6: the per-arm counts included a run left out as invalid."""
+    runs = _demo_runs()
+    flag = f"{OTHERS_WARNING_PREFIX} 30% of the host's CPU time during the run"
+    first = min(r.index for r in runs if r.arm == "baseline")
+    marked = [
+        r.model_copy(
+            update={
+                "validity": r.validity.model_copy(
+                    update={"warnings": [flag], "valid": False, "reasons": ["not the workload"]}
+                )
+            }
+        )
+        if r.arm == "baseline" and r.index == first
+        else r
+        for r in runs
+    ]
+    base = [r for r in marked if r.arm == "baseline"]
+    cand = [r for r in marked if r.arm == "candidate"]
+    cmp = compare_runs(base, cand)
+    assert not any("other processes" in w for w in cmp.warnings), cmp.warnings
+
+
 def test_others_are_the_busy_time_beyond_our_own() -> None:
     h0 = {"total": 1000.0, "idle": 400.0}
     h1 = {"total": 1040.0, "idle": 404.0}  # 40 CPU-s in the run, 36 busy
@@ -138,9 +161,10 @@ def test_comparison_counts_disturbed_runs_per_arm() -> None:
     cmp = compare_runs(base, cand)
     assert any(
         w.startswith(
-            f"other processes used more than 10% of the CPU during {n_flagged} of {len(base)} baseline"
+            f"other processes used more than 10% of the CPU during {n_flagged} of {len(base)} "
+            "valid baseline"
         )
-        and f"0 of {len(cand)} candidate" in w
+        and f"0 of {len(cand)} valid candidate" in w
         for w in cmp.warnings
     ), cmp.warnings
     assert not any(
@@ -149,3 +173,31 @@ def test_comparison_counts_disturbed_runs_per_arm() -> None:
             [r for r in runs if r.arm == "baseline"], [r for r in runs if r.arm == "candidate"]
         ).warnings
     )
+
+
+def test_the_report_says_first_that_runs_were_disturbed(tmp_path: Path) -> None:
+    """Issue 35 defect 5: report.md led with a bold gain and counted the disturbed runs
+    150 lines further down."""
+    from myaccel.report import write_report
+
+    d = tmp_path / "ab"
+    shutil.copytree(DEMO, d)
+    flag = f"{OTHERS_WARNING_PREFIX} 30% of the host's CPU time during the run"
+    runs = []
+    for old in _demo_runs():
+        r = old
+        if old.index % 2:
+            r = old.model_copy(
+                update={"validity": old.validity.model_copy(update={"warnings": [flag]})}
+            )
+        (d / f"run-{r.index:03d}.json").write_text(r.model_dump_json())
+        runs.append(r)
+    cmp = compare_runs(
+        [r for r in runs if r.arm == "baseline"], [r for r in runs if r.arm == "candidate"]
+    )
+    (d / "comparison.json").write_text(cmp.model_dump_json())
+    html, md = write_report([d], d, html=True, md=True)
+    summary = md.read_text().split("## Summary", 1)[1].strip().splitlines()
+    hit = sum(r.index % 2 for r in runs)
+    assert summary[0].startswith(f"**Disturbed**: {hit} of {len(runs)} valid runs"), summary[:3]
+    assert "<strong>Disturbed:</strong>" in html.read_text()

@@ -238,7 +238,10 @@ def compare_runs(
 def _disturbed(
     a: Sequence[RunRecord], b: Sequence[RunRecord], label_a: str, label_b: str
 ) -> str | None:
-    """How many runs of each arm other processes shared the CPU with, when any did."""
+    """How many valid runs of each arm other processes shared the CPU with, when any did
+    (an invalid run is left out of the comparison, and of this count)."""
+    a = [r for r in a if r.validity.valid]
+    b = [r for r in b if r.validity.valid]
 
     def n(rs: Sequence[RunRecord]) -> int:
         return sum(
@@ -250,7 +253,7 @@ def _disturbed(
         return None
     return (
         f"other processes used more than {OTHERS_SHARE_WARN:.0%} of the CPU during "
-        f"{na} of {len(a)} {label_a} run(s) and {nb} of {len(b)} {label_b} run(s): "
+        f"{na} of {len(a)} valid {label_a} run(s) and {nb} of {len(b)} valid {label_b} run(s): "
         "a disturbance that falls on one arm more than the other biases the verdict; "
         "measure on a quiet host"
     )

@@ -42,6 +42,7 @@ from myaccel.report.content.plans import (
 )
 from myaccel.report.content.profiles import MicroRow, ProfileView, microarch_rows, profile_views
 from myaccel.report.content.summary import (
+    disturbed_line,
     done_lines,
     missing_lines,
     report_title,
@@ -59,6 +60,7 @@ class ReportContent:
     done: list[str]  # what was done, one line each
     headlines: list[Headline]
     geomean: str | None
+    disturbed: str | None  # the summary's first line when runs were disturbed
     not_applied: list[tuple[str, str]]  # id/target, why
     command: str | None
     experiments: list[Experiment]
@@ -99,6 +101,7 @@ def build_content(arts: Artifacts) -> ReportContent:
         + [tune_done(t) for t in tunes],
         headlines=headlines,
         geomean=geomean,
+        disturbed=disturbed_line(exps),
         not_applied=not_applied_rows(plans),
         command=campaign_command(exps),
         experiments=exps,

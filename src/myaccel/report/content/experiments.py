@@ -323,21 +323,55 @@ def cell_headlines(exps: list[Experiment]) -> tuple[list[Headline], str | None]:
     return headlines, geomean
 
 
+# what a campaign records of its profile, as the report names each when it differs
+_PROFILE_FIELDS = (
+    ("duration_s", "{} s runs"),
+    ("warmup_s", "{} s warm-up"),
+    ("runs_per_arm", "{} runs per arm"),
+    ("tables", "{} tables"),
+    ("table_size", "{:,} rows per table"),
+    ("threads", "threads {}"),
+    ("workloads", "workloads {}"),
+)
+
+
+def profile_label(recorded: dict[str, Any]) -> str | None:
+    """``profile quick`` as run; when options changed it, what they changed (before: a
+    report said "profile quick" of 2 s runs on 5,000 rows, where quick is 10 s on 100,000)."""
+    from myaccel.bench.profiles import PROFILES
+
+    name = recorded.get("name")
+    if not name:
+        return None
+    named = PROFILES.get(str(name))
+    if named is None:
+        return f"profile {name}"
+    changed = []
+    for key, fmt in _PROFILE_FIELDS:
+        ran, default = recorded.get(key), getattr(named, key)
+        ran = list(ran) if isinstance(ran, tuple) else ran
+        default = list(default) if isinstance(default, tuple) else default
+        if ran is not None and ran != default:
+            shown = ", ".join(map(str, ran)) if isinstance(ran, list) else ran
+            changed.append(fmt.format(shown))
+    if not changed:
+        return f"profile {name}"
+    return f"profile {name} changed by options: {'; '.join(changed)}"
+
+
 def experiment_done(e: Experiment) -> list[str]:
     c = e.campaign
     n = len(e.all_runs)
-    prof = c.profile.get("name") if c else None
+    prof = profile_label(c.profile) if c else None
     kind = c.kind if c else "runs"
     if e.comparison is not None:
         line = (
             f"{kind}: {e.arms[0]} vs {e.arms[1]}, {n} run(s) over {len(e.cells)} cell(s)"
-            + (f", profile {prof}" if prof else "")
+            + (f", {prof}" if prof else "")
             + (" (comparison computed by the report)" if e.provisional else "")
         )
     else:
-        line = f"{kind}: {n} run(s) over {len(e.cells)} cell(s)" + (
-            f", profile {prof}" if prof else ""
-        )
+        line = f"{kind}: {n} run(s) over {len(e.cells)} cell(s)" + (f", {prof}" if prof else "")
     lines = [line]
     if c is not None:
         lines += [f"arm {name}: {describe_arm(spec)}" for name, spec in c.arms.items()]

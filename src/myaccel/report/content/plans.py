@@ -18,7 +18,7 @@ from myaccel.rules.model import LAYERS, Plan, Recommendation
 class PlanRow:
     id: str
     layer: str
-    status: str  # applied, measured, rolled back, failed, not applied, advisory, skipped
+    status: str  # applied, measured, rolled back, failed, not applied, advisory, kept, skipped
     why: str  # rationale, or the reason it was not applied / skipped
     # What a skipped rule has none of: it recommended nothing.
     title: str = ""
@@ -112,6 +112,8 @@ def plan_view(
             why = r.rationale
         elif r.id in cnf:
             status, why = "measured", r.rationale
+        elif r.action == "advisory" and r.current is not None and str(r.current) == r.proposed:
+            status, why = "kept", r.rationale  # a note that nothing needs to change
         elif r.action == "advisory":
             status, why = "advisory", r.rationale
         elif never:

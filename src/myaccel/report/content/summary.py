@@ -54,6 +54,23 @@ def done_lines(
     return done
 
 
+def disturbed_line(exps: list[Experiment]) -> str | None:
+    """How many of the compared runs other processes shared the CPU with, for the top of
+    the summary (before: the headline gain came first and the disturbed runs were counted
+    150 lines further down)."""
+    from myaccel.bench.work_counters import OTHERS_SHARE_WARN, OTHERS_WARNING_PREFIX
+
+    runs = [r for e in exps if e.comparison is not None for r in e.all_runs if r.validity.valid]
+    hit = [r for r in runs if any(w.startswith(OTHERS_WARNING_PREFIX) for w in r.validity.warnings)]
+    if not hit:
+        return None
+    return (
+        f"{len(hit)} of {len(runs)} valid runs were disturbed (other processes used more than "
+        f"{OTHERS_SHARE_WARN:.0%} of the host's CPU during them): the figures below may be off "
+        "by more than their intervals say; measure on a quiet host"
+    )
+
+
 def validity_warnings(
     exps: Sequence[Experiment], arts: Artifacts, facts: Facts | None, plans: Sequence[PlanView]
 ) -> list[str]:
