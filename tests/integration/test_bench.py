@@ -248,6 +248,13 @@ def test_ab_bigger_buffer_pool_on_io_bound_data_improves(
     )
     try:
         assert rc == 0, stderr
+        # each run records the server as it ran it (issue 35 defect 1: every record carried
+        # the baseline's pool, read once before the campaign)
+        pools = {
+            (r["arm"], r["server"]["buffer_pool_bytes"])
+            for r in (json.loads(p.read_text()) for p in sorted(out.glob("run-*.json")))
+        }
+        assert pools == {("baseline", 8 << 20), ("candidate", 64 << 20)}, pools
         c = _cells(out)["oltp_point_select@4"]
         print(stdout)
         assert c["verdict"] == "improved", c

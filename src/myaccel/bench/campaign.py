@@ -264,8 +264,11 @@ def measure_run(
 ) -> RunRecord:
     quiet = host_quietness(1.0)
     variables: dict[str, str] = {}
+    # the server as this run finds it: each arm's own (before, every record carried what
+    # was read once before the campaign: a candidate's runs showed the baseline's pool)
+    server = ctx.server
     try:
-        _, variables = server_info(ctx.admin)
+        server, variables = server_info(ctx.admin)
     except MyaccelError as exc:
         ctx.event(f"warning: could not read server variables before the run: {exc.message}")
     c0 = server_counters(ctx.admin)
@@ -353,7 +356,7 @@ def measure_run(
         started_at=dt.datetime.fromtimestamp(raw.started_at, dt.UTC).isoformat(timespec="seconds"),
         wall_s=round(raw.wall_s, 3),
         host=ctx.host,
-        server=ctx.server,
+        server=server,
         config_digest=config_digest(variables) if variables else None,
         dataset=ctx.dataset,
         summary=summary,
