@@ -38,6 +38,7 @@ COMMANDS = {
     "capture": "myaccel.cli.capture:capture",
     "tune": "myaccel.cli.tune:tune",
     "fleet-report": "myaccel.cli.fleet:fleet_report",
+    "doctor": "myaccel.cli.doctor:doctor",
 }
 
 # `myaccel --help` lists the commands from this table without importing them: each is the
@@ -67,6 +68,7 @@ SUMMARIES = {
     "capture": "Record the server's statements for a bounded window into a workload file.",
     "tune": "Search server knobs past the rules' plan on a sandbox (Bayesian optimization).",
     "fleet-report": "Write fleet-report.md and fleet-report.html from the per-host artifacts the",
+    "doctor": "What this host has and lacks for each command, and the line that installs it.",
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ import click
 
 from myaccel.cli import options
 from myaccel.cli.common import F
+from myaccel.cli.output import print_table
 from myaccel.cli.ranges import TCP_PORT, TIMEOUT_S
 from myaccel.server.flavor import flavor_label
 from myaccel.units import format_bytes
@@ -42,25 +43,6 @@ def _stdout_is_tty() -> bool:
 
 def _format_size(size_bytes: int) -> str:
     return format_bytes(size_bytes, whole_from=None)
-
-
-def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    if _stdout_is_tty():
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table()
-        for h in headers:
-            table.add_column(h, overflow="fold")
-        for row in rows:
-            table.add_row(*row)
-        Console().print(table)
-        return
-    all_rows = [list(headers), *[list(r) for r in rows]]
-    widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]))]
-    for r in all_rows:
-        cells = [c.ljust(w) for c, w in zip(r, widths, strict=True)]
-        click.echo("  ".join(cells).rstrip())
 
 
 def _print_json(data: Any) -> None:
@@ -295,7 +277,7 @@ def list_(as_json: bool) -> None:
         )
         for st in statuses
     ]
-    _print_table(["NAME", "STATE", "PID", "PORT", "SERVER", "CONFIG"], rows)
+    print_table(["NAME", "STATE", "PID", "PORT", "SERVER", "CONFIG"], rows)
 
 
 @sandbox.command()
@@ -368,7 +350,7 @@ def snapshot_list(name: str, as_json: bool) -> None:
         _say(f"sandbox '{name}' has no snapshots")
         return
     rows = [(s.name, _format_size(s.size_bytes), s.created_at, s.active_config) for s in snaps]
-    _print_table(["SNAPSHOT", "SIZE", "CREATED", "CONFIG"], rows)
+    print_table(["SNAPSHOT", "SIZE", "CREATED", "CONFIG"], rows)
 
 
 @snapshot.command(name="delete")
