@@ -407,6 +407,7 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("accelerate-no-server", ["accelerate", *NO_SERVER], CONN, "cannot reach"),
     # --- fleet-report
     ("fleet-report-no-args", ["fleet-report"], USAGE, "FLEET_DIR"),
+    ("doctor-unknown-command", ["doctor", "nosuch"], USAGE, "doctor knows no command"),
     ("fleet-report-no-hosts", ["fleet-report", "{in_}/emptydir"], USAGE, "no hosts/"),
     ("fleet-report-damaged", ["fleet-report", "{in_}/fleet"], DATA, "cannot read"),
     # --- report
