@@ -20,22 +20,11 @@ def grid(sockets: int, per_socket: int, cpus: int, gib: int) -> list[NumaNode]:
     """``sockets`` x ``per_socket`` nodes of ``cpus`` CPUs and ``gib`` GiB each, distance
     12 within a socket and 32 across."""
     count = sockets * per_socket
-    out = []
-    for i in range(count):
-        row = [
-            10 if j == i else 12 if j // per_socket == i // per_socket else 32 for j in range(count)
-        ]
-        first = i * cpus
-        out.append(
-            NumaNode(
-                node=i,
-                cpus=f"{first}-{first + cpus - 1}",
-                cpu_count=cpus,
-                memory_total_bytes=gib * GiB,
-                distances=row,
-            )
-        )
-    return out
+    rows = [
+        [10 if j == i else 12 if j // per_socket == i // per_socket else 32 for j in range(count)]
+        for i in range(count)
+    ]
+    return _table(rows, gib, cpus)
 
 
 def test_k_minus_one_of_k_nodes_is_interleaved_not_bound() -> None:

@@ -18,11 +18,11 @@ would be: the collectors are in the loop, not only the rules. The added values a
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from test_rules import MARIADB_1011, MYSQL_80, ROOTS, drop_in, ids, server
+from test_plan_trees import copy, write
+from test_rules import MARIADB_1011, MYSQL_80, drop_in, ids, server
 
 from myaccel.cpulist import parse_cpu_list
 from myaccel.facts.collect import collect_facts
@@ -36,18 +36,6 @@ from myaccel.units import parse_size
 GIB = 1024**3
 PID = 4242
 UNIT = "/system.slice/mariadb.service"
-
-
-def copy(tmp_path: Path, name: str) -> Path:
-    dst = tmp_path / name
-    shutil.copytree(ROOTS / name, dst, symlinks=True)
-    return dst
-
-
-def write(root: Path, logical: str, text: str) -> None:
-    p = root / logical.lstrip("/")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
 
 
 def server_process(

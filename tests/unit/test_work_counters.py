@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -91,21 +92,11 @@ def test_runs_without_counters_compare_as_before() -> None:
 
 
 def test_report_prints_what_a_transaction_cost(tmp_path: Path) -> None:
-    from myaccel.report import write_report
-
-    d = tmp_path / "ab"
-    shutil.copytree(DEMO, d)
-    runs = []
-    for old in _demo_runs():
+    def cost(old: RunRecord) -> RunRecord:
         flushed = 3.0 if old.arm == "candidate" else 0.5
-        r = old.model_copy(update={"per_txn": {"pages_flushed": flushed, "ctx_switches": 12.0}})
-        (d / f"run-{r.index:03d}.json").write_text(r.model_dump_json())
-        runs.append(r)
-    cmp = compare_runs(
-        [r for r in runs if r.arm == "baseline"], [r for r in runs if r.arm == "candidate"]
-    )
-    (d / "comparison.json").write_text(cmp.model_dump_json())
-    html, md = write_report([d], d, html=True, md=True)
+        return old.model_copy(update={"per_txn": {"pages_flushed": flushed, "ctx_switches": 12.0}})
+
+    html, md = _report_of(tmp_path, cost)
     text = md.read_text()
     assert "medians): pages flushed 0.5 -> 3 (+500%)." in text, text
     assert "context switches" not in text
@@ -178,26 +169,34 @@ def test_comparison_counts_disturbed_runs_per_arm() -> None:
 def test_the_report_says_first_that_runs_were_disturbed(tmp_path: Path) -> None:
     """Issue 35 defect 5: report.md led with a bold gain and counted the disturbed runs
     150 lines further down."""
-    from myaccel.report import write_report
-
-    d = tmp_path / "ab"
-    shutil.copytree(DEMO, d)
     flag = f"{OTHERS_WARNING_PREFIX} 30% of the host's CPU time during the run"
-    runs = []
-    for old in _demo_runs():
-        r = old
-        if old.index % 2:
-            r = old.model_copy(
-                update={"validity": old.validity.model_copy(update={"warnings": [flag]})}
-            )
-        (d / f"run-{r.index:03d}.json").write_text(r.model_dump_json())
-        runs.append(r)
-    cmp = compare_runs(
-        [r for r in runs if r.arm == "baseline"], [r for r in runs if r.arm == "candidate"]
-    )
-    (d / "comparison.json").write_text(cmp.model_dump_json())
-    html, md = write_report([d], d, html=True, md=True)
+
+    def disturb(old: RunRecord) -> RunRecord:
+        if not old.index % 2:
+            return old
+        return old.model_copy(
+            update={"validity": old.validity.model_copy(update={"warnings": [flag]})}
+        )
+
+    html, md = _report_of(tmp_path, disturb)
+    runs = _demo_runs()
     summary = md.read_text().split("## Summary", 1)[1].strip().splitlines()
     hit = sum(r.index % 2 for r in runs)
     assert summary[0].startswith(f"**Disturbed**: {hit} of {len(runs)} valid runs"), summary[:3]
     assert "<strong>Disturbed:</strong>" in html.read_text()
+
+
+def _report_of(tmp_path: Path, change: Callable[[RunRecord], RunRecord]) -> tuple[Path, Path]:
+    """The demo campaign with each run changed by ``change``, compared, and its report."""
+    from myaccel.report import write_report
+
+    d = tmp_path / "ab"
+    shutil.copytree(DEMO, d)
+    runs = [change(old) for old in _demo_runs()]
+    for r in runs:
+        (d / f"run-{r.index:03d}.json").write_text(r.model_dump_json())
+    cmp = compare_runs(
+        [r for r in runs if r.arm == "baseline"], [r for r in runs if r.arm == "candidate"]
+    )
+    (d / "comparison.json").write_text(cmp.model_dump_json())
+    return write_report([d], d, html=True, md=True)
