@@ -105,3 +105,37 @@ def test_a_filesystem_without_direct_io_is_densified_buffered() -> None:
         assert log.read_bytes() == before and unwritten_bytes(log) == 0
     finally:
         log.unlink(missing_ok=True)
+
+
+def test_a_direct_descriptor_that_refuses_io_falls_back_to_buffered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filesystem may accept O_DIRECT at open and refuse the I/O (EINVAL): the rest is
+    written back buffered, the bytes unchanged."""
+    import errno
+
+    from myaccel.server.sandbox import redo_files
+
+    log = tmp_path / "ib_logfile0"
+    _sparse(log, 4 * MIB, {0: b"head", 2 * MIB: os.urandom(4096)})
+    before = log.read_bytes()
+    if unwritten_bytes(log) == 0:
+        pytest.skip("this filesystem reports no holes (SEEK_HOLE)")
+    refusing: list[int] = []
+
+    def fake_direct(path: Path) -> int:
+        fd = os.open(path, os.O_RDWR)
+        refusing.append(fd)
+        return fd
+
+    real = os.preadv
+
+    def preadv(fd: int, buffers: list[memoryview], offset: int) -> int:
+        if fd in refusing:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(fd, buffers, offset)
+
+    monkeypatch.setattr(redo_files, "_direct_fd", fake_direct)
+    monkeypatch.setattr(redo_files.os, "preadv", preadv)
+    assert densify(log) > 0 and refusing
+    assert log.read_bytes() == before and unwritten_bytes(log) == 0

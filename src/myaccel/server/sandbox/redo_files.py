@@ -96,7 +96,13 @@ def _copy_back(fd: int, direct: int | None, buf: mmap.mmap, pos: int, end: int) 
         n = min(CHUNK, end - pos)
         aligned = direct is not None and pos % ALIGN == 0 and n % ALIGN == 0
         use = direct if aligned and direct is not None else fd
-        got = os.preadv(use, [view[:n]], pos)
+        try:
+            got = os.preadv(use, [view[:n]], pos)
+        except OSError as e:
+            if use == fd or e.errno != errno.EINVAL:
+                raise
+            direct, use = None, fd  # opened for direct I/O but refused it: buffered from here
+            got = os.preadv(fd, [view[:n]], pos)
         if got <= 0:
             break
         if got % ALIGN:
