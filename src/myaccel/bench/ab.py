@@ -22,6 +22,7 @@ from typing import Any
 from myaccel import proc, signals
 from myaccel.actions.effective import durability_knobs
 from myaccel.artifacts import save
+from myaccel.bench.adaptive import AdaptiveOptions, SequentialStop, sequential_comparison
 from myaccel.bench.campaign import BenchContext, measure_run, server_info, worth_running_again
 from myaccel.bench.compare import Comparison, compare_runs
 from myaccel.bench.dataset import ensure_dataset
@@ -186,6 +187,8 @@ class AbPlan:
     on_event: Callable[[str], None] | None = None
     prewarm: bool = True  # sysbench's prewarm of the sbtest dataset after each restart
     ignore_errors: str | None = None
+    # after each round (every arm once per cell): a reason to stop adding rounds, or None
+    stop: Callable[[list[RunRecord]], str | None] | None = None
 
     def event(self, msg: str) -> None:
         if self.on_event:
@@ -293,6 +296,10 @@ def _interleaved_runs(
                 plan.event(f"run {n} {why}: running it again")
                 total += 1
                 current = None
+        at_round_end = (visit + 1) % len(names) == 0
+        if plan.stop is not None and at_round_end and (stop_why := plan.stop(ctx.records)):
+            plan.event(f"stopping after round {(visit + 1) // len(names)}: {stop_why}")
+            break
     return ctx.records
 
 
@@ -378,6 +385,7 @@ class AbRequest:
     baseline_label: str = "baseline"
     more: tuple[Arm, ...] = ()  # further arms, by their own names
     pairs: tuple[ArmPair, ...] = ()  # comparisons beyond baseline vs candidate
+    adaptive: AdaptiveOptions | None = None  # rounds until a sequential decision (adaptive.py)
 
     @property
     def arms(self) -> dict[str, Arm]:
@@ -433,14 +441,17 @@ def run(req: AbRequest, progress: BenchProgress, sandbox: Sandbox | None = None)
             req.sandbox, create=req.create, basedir=req.baseline.basedir, note=progress.note
         )
     )
+    stop = SequentialStop(req.adaptive, req.profile.cells) if req.adaptive is not None else None
     try:
-        ctx = _measure(sb, req, progress)
+        ctx = _measure(sb, req, progress, stop)
     finally:
         restore_base_config(sb, progress.note)
     finish_campaign(ctx)
     records = ctx.records
     main = ArmPair("", "baseline", "candidate", req.baseline_label, req.candidate_label)
     cmp = compare_pair(records, req.arms, main)
+    if stop is not None:
+        cmp = sequential_comparison(cmp, stop)
     save(ctx.out_dir / "comparison.json", cmp, private=True)
     more: dict[str, Comparison] = {}
     for pair in req.pairs:
@@ -524,7 +535,9 @@ def prepare_snapshot(
     return Prepared(admin=admin, bench=bench_p, sinfo=sinfo, profile=prof, workload=workload)
 
 
-def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchContext:
+def _measure(
+    sb: Sandbox, req: AbRequest, progress: BenchProgress, stop: SequentialStop | None = None
+) -> BenchContext:
     """Dataset, snapshot and the interleaved runs; the caller restores the sandbox."""
     h = req.harness
     ready = prepare_snapshot(
@@ -538,7 +551,7 @@ def _measure(sb: Sandbox, req: AbRequest, progress: BenchProgress) -> BenchConte
         out_dir=req.out_dir,
         replay=req.replay or (replay_info(req.workload) if req.workload is not None else None),
     )
-    return interleave(sb, ready, req.arms, setup=setup, progress=progress, harness=h)
+    return interleave(sb, ready, req.arms, setup=setup, progress=progress, harness=h, stop=stop)
 
 
 def interleave(
@@ -549,6 +562,7 @@ def interleave(
     setup: CampaignSetup,
     progress: BenchProgress,
     harness: HarnessOptions = DEFAULT_HARNESS,
+    stop: SequentialStop | None = None,
 ) -> BenchContext:
     """One campaign (``ready.profile.runs_per_arm`` runs per arm and cell) of the two
     ``arms`` in ABBA order on the prepared sandbox, recorded in ``setup.out_dir``."""
@@ -571,6 +585,7 @@ def interleave(
         on_event=note,
         prewarm=ready.workload is None,
         ignore_errors=replay_ignore_errors(None, ready.workload),
+        stop=stop,
     )
 
     def before(n: int, total: int, spec: RunSpec, arm: str) -> None:

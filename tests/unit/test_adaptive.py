@@ -1,0 +1,91 @@
+"""`ab --target`: rounds added until each cell has a sequential decision (bench/adaptive.py),
+on run records made from the recorded demo campaign with chosen TPS: a large effect stops
+early with "improved", an A/A campaign runs to its round budget or shows "no change", and the
+comparison's verdicts are the sequential ones with the reason it stopped."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from myaccel.bench.adaptive import AdaptiveOptions, SequentialStop, sequential_comparison
+from myaccel.bench.compare import compare_runs
+from myaccel.bench.run_record import RunRecord
+
+DEMO = Path(__file__).parents[1] / "fixtures" / "report" / "accelerate-demo" / "ab"
+CELL = ("oltp_read_only", 8)
+
+
+def _template() -> RunRecord:
+    return RunRecord.model_validate(json.loads(sorted(DEMO.glob("run-*.json"))[0].read_text()))
+
+
+def _run(t: RunRecord, arm: str, seed: int, tps: float, index: int) -> RunRecord:
+    assert t.summary is not None
+    return t.model_copy(
+        update={
+            "arm": arm,
+            "seed": seed,
+            "index": index,
+            "run_id": f"{t.campaign_id}/{index:03d}",
+            "workload": CELL[0],
+            "threads": CELL[1],
+            "summary": t.summary.model_copy(update={"tps": tps}),
+        }
+    )
+
+
+def campaign(
+    effect: float, cv: float, opts: AdaptiveOptions, seed: int = 3
+) -> tuple[SequentialStop, list[RunRecord]]:
+    """Rounds of the ``ab`` loop until the stop says so."""
+    t, rng = _template(), np.random.default_rng(seed)
+    sigma = math.sqrt(math.log1p(cv * cv))
+    stop = SequentialStop(opts, [CELL])
+    records: list[RunRecord] = []
+    for rnd in range(opts.max_rounds):
+        for arm, scale in (("baseline", 1.0), ("candidate", 1.0 + effect)):
+            tps = float(1000.0 * scale * rng.lognormal(0.0, sigma))
+            records.append(_run(t, arm, 1000 + rnd, tps, len(records) + 1))
+        if stop(records):
+            break
+    return stop, records
+
+
+def test_a_large_effect_stops_early_as_improved() -> None:
+    stop, records = campaign(0.5, 0.05, AdaptiveOptions())
+    assert stop.why is not None and stop.why.startswith("every cell decided"), stop.why
+    assert stop.rounds <= 8 and len(records) == 2 * stop.rounds
+    cmp = compare_runs(
+        [r for r in records if r.arm == "baseline"], [r for r in records if r.arm == "candidate"]
+    )
+    seq = sequential_comparison(cmp, stop)
+    (cell,) = seq.cells
+    assert cell.verdict == "improved" and cell.reason.startswith("sequential: "), cell.reason
+    assert seq.warnings[0].startswith("sequential design (target 5%")
+    assert f"stopped after {stop.rounds} rounds" in seq.warnings[0]
+
+
+def test_an_a_a_campaign_ends_at_its_budget_without_a_verdict() -> None:
+    stop, _ = campaign(0.0, 0.15, AdaptiveOptions(max_rounds=6))
+    assert stop.why == "the round budget (6) is spent", stop.why
+    assert stop.looks[CELL].decision in ("budget", "no change", "continue")
+
+
+def test_invalid_and_unpaired_runs_are_left_out() -> None:
+    t = _template()
+    records = [
+        _run(t, "baseline", 1000, 1000.0, 1),
+        _run(t, "candidate", 1000, 1500.0, 2),
+        _run(t, "baseline", 1001, 1010.0, 3),  # its candidate never ran
+    ]
+    bad = _run(t, "candidate", 1001, 9999.0, 4)
+    records.append(
+        bad.model_copy(update={"validity": bad.validity.model_copy(update={"valid": False})})
+    )
+    stop = SequentialStop(AdaptiveOptions(), [CELL])
+    assert stop(records) is None  # one pair only: no look yet
+    assert CELL not in stop.looks
