@@ -205,6 +205,34 @@ def test_ab_aa_reports_no_difference(myaccel_home: Path, tmp_path: Path) -> None
             Sandbox.load("aa").destroy()
 
 
+def test_ab_with_a_target_adds_rounds_and_says_why_it_stopped(
+    myaccel_home: Path, tmp_path: Path
+) -> None:
+    """`ab --target 5 --runs 4` (A/A, read-only): rounds until a sequential decision or the
+    four-round budget; the verdict is the sequential one and the comparison says why."""
+    out = tmp_path / "seq"
+    rc, _, stderr = invoke(
+        ["ab", "--sandbox", "seq", "--create", "-w", "ro", "-t", "4", "--runs", "4",
+         "--target", "5", "--out", str(out), *TINY]
+    )  # fmt: skip
+    try:
+        assert rc == 0, stderr
+        cmp = json.loads((out / "comparison.json").read_text())
+        first = cmp["warnings"][0]
+        assert first.startswith("sequential design (target 5%"), cmp["warnings"]
+        assert "stopped after" in first
+        rounds = int(first.split("stopped after ")[1].split(" rounds")[0])
+        assert 2 <= rounds <= 4
+        (cell,) = cmp["cells"]
+        assert cell["reason"].startswith("sequential: "), cell
+        assert cell["verdict"] not in ("improved", "regressed"), cell
+        assert len(list(out.glob("run-*.json"))) == 2 * rounds
+        assert invoke(["ab", "--budget", "5"])[0] == 2  # --budget needs --target
+    finally:
+        if Sandbox.exists("seq"):
+            Sandbox.load("seq").destroy()
+
+
 @pytest.mark.alone
 def test_ab_bigger_buffer_pool_on_io_bound_data_improves(
     myaccel_home: Path, tmp_path: Path
