@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from myaccel.bench.compare import CellResult, Comparison
 from myaccel.bench.run_record import RunRecord
-from myaccel.bench.stats.sequential import Look, SequentialDesign, pairs_needed
+from myaccel.bench.stats.sequential import Look, SequentialDesign, look, pairs_needed
 
 MAX_ROUNDS = 20
 
@@ -66,7 +66,7 @@ class SequentialStop:
         for cell in self.cells:
             base, cand = _paired(records, cell)
             if len(base) >= 2:
-                self.looks[cell] = _look(design, base, cand)
+                self.looks[cell] = look(design, base, cand)
         open_cells = [c for c in self.cells if self._open(c)]
         if not open_cells:
             self.why = f"every cell decided after {self.rounds} rounds"
@@ -84,12 +84,6 @@ class SequentialStop:
     def _open(self, cell: tuple[str, int]) -> bool:
         got = self.looks.get(cell)
         return got is None or got.decision in ("continue", "budget")
-
-
-def _look(design: SequentialDesign, base: list[float], cand: list[float]) -> Look:
-    from myaccel.bench.stats.sequential import look
-
-    return look(design, base, cand)
 
 
 def _cell(c: CellResult, stop: SequentialStop) -> CellResult:
