@@ -13,6 +13,7 @@ import pytest
 from myaccel.accelerate import sandbox_mode
 from myaccel.accelerate.request import AccelerateRequest, SandboxTarget
 from myaccel.bench import ab
+from myaccel.bench.adaptive import AdaptiveOptions
 from myaccel.bench.profiles import Profile
 from myaccel.server.sandbox import Sandbox
 
@@ -58,9 +59,11 @@ def test_the_sandbox_is_made_or_loaded_once(
     cand = SimpleNamespace(applied=[rec], not_applied=[], path=tmp_path / "tuned.cnf")
     monkeypatch.setattr(sandbox_mode, "write_candidate", lambda plan, facts, path: cand)
     given: list[Any] = []
+    adaptive: list[Any] = []
 
     def run(abreq: ab.AbRequest, progress: Any, sandbox: Any = None) -> Any:
         given.append(sandbox)
+        adaptive.append(abreq.adaptive)
         return SimpleNamespace(comparison=None, records=[], out_dir=tmp_path, more={})
 
     monkeypatch.setattr(ab, "run", run)
@@ -79,7 +82,10 @@ def test_the_sandbox_is_made_or_loaded_once(
             warmup_s=0,
         ),
         command=["myaccel", "accelerate"],
+        adaptive=AdaptiveOptions(target_pct=7.0) if exists else None,
     )
     sandbox_mode.run_on_sandbox(req, req.target, Notes())  # type: ignore[arg-type]
     assert opened == (["load s1"] if exists else ["init s1"])
     assert given == [sb]  # the A/B got that sandbox, it did not load it again
+    # accelerate --target: the A/B is the adaptive one
+    assert adaptive == ([AdaptiveOptions(target_pct=7.0)] if exists else [None])

@@ -7,13 +7,23 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from myaccel.bench.adaptive import AdaptiveOptions, SequentialStop, sequential_comparison
+from myaccel.bench.adaptive import (
+    MAX_ROUNDS,
+    AdaptiveOptions,
+    SequentialStop,
+    adaptive_profile,
+    sequential_comparison,
+)
 from myaccel.bench.compare import compare_runs
+from myaccel.bench.profiles import get_profile
 from myaccel.bench.run_record import RunRecord
+from myaccel.errors import UsageError
 
 DEMO = Path(__file__).parents[1] / "fixtures" / "report" / "accelerate-demo" / "ab"
 CELL = ("oltp_read_only", 8)
@@ -89,3 +99,14 @@ def test_invalid_and_unpaired_runs_are_left_out() -> None:
     stop = SequentialStop(AdaptiveOptions(), [CELL])
     assert stop(records) is None  # one pair only: no look yet
     assert CELL not in stop.looks
+
+
+def test_a_target_makes_the_run_count_a_round_budget() -> None:
+    prof = replace(get_profile("quick"), runs_per_arm=7)
+    assert adaptive_profile(prof, None, None, runs_given=True) == (prof, None)
+    got, opts = adaptive_profile(prof, 5.0, None, runs_given=False)
+    assert got.runs_per_arm == MAX_ROUNDS and opts == AdaptiveOptions(5.0, None, MAX_ROUNDS)
+    got, opts = adaptive_profile(prof, 3.0, 10.0, runs_given=True)
+    assert got.runs_per_arm == 7 and opts == AdaptiveOptions(3.0, 600.0, 7)
+    with pytest.raises(UsageError, match="--budget needs --target"):
+        adaptive_profile(prof, None, 10.0, runs_given=False)

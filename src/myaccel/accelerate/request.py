@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 from myaccel.accelerate.build_arm import BuildSpec, BuiltServer
 from myaccel.accelerate.candidate import CandidateConfig
 from myaccel.bench.ab import AbResult
+from myaccel.bench.adaptive import AdaptiveOptions
 from myaccel.bench.compare import Comparison
 from myaccel.bench.profiles import Profile
 from myaccel.bench.session import BenchProgress
@@ -64,6 +65,8 @@ class AccelerateRequest:
     workload: Workload | None = None  # a captured workload ``profile`` replays (sandbox only)
     allow_ddl: bool = False  # --allow-ddl: the capture's DDL may create the schemas it lacks
     build: BuildSpec | None = None  # --build: a third arm, the PGO+LTO build with the plan
+    # --target: interleaved rounds until a sequential decision (bench/adaptive.py)
+    adaptive: AdaptiveOptions | None = None
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,7 @@ def ab_against_base(
         out_dir=out / "ab",
         candidate_label="tuned",
         workload=req.workload,
+        adaptive=req.adaptive,
     )
     if built is not None:
         abreq = three_arms(abreq, built)

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from myaccel.bench.compare import CellResult, Comparison
 from myaccel.bench.run_record import RunRecord
 from myaccel.bench.stats.sequential import Look, SequentialDesign, look, pairs_needed
+from myaccel.errors import UsageError
+
+if TYPE_CHECKING:
+    from myaccel.bench.profiles import Profile
 
 MAX_ROUNDS = 20
 
@@ -27,6 +32,24 @@ class AdaptiveOptions:
     target_pct: float = 5.0  # the smallest effect worth knowing
     budget_s: float | None = None  # wall time for the rounds (None: only the round budget)
     max_rounds: int = MAX_ROUNDS
+
+
+def adaptive_profile(
+    prof: Profile, target_pct: float | None, budget_min: float | None, *, runs_given: bool
+) -> tuple[Profile, AdaptiveOptions | None]:
+    """``--target``/``--budget`` of ab and accelerate: the profile whose run count is the
+    round budget (``--runs`` when given, else ``MAX_ROUNDS``) and the options, or ``prof``
+    as it is and None without a target."""
+    if target_pct is None:
+        if budget_min is not None:
+            raise UsageError("--budget needs --target", hint="add --target PCT (e.g. --target 5)")
+        return prof, None
+    rounds = prof.runs_per_arm if runs_given else MAX_ROUNDS
+    return replace(prof, runs_per_arm=rounds), AdaptiveOptions(
+        target_pct=target_pct,
+        budget_s=budget_min * 60 if budget_min is not None else None,
+        max_rounds=rounds,
+    )
 
 
 def _paired(records: Sequence[RunRecord], cell: tuple[str, int]) -> tuple[list[float], list[float]]:

@@ -11,7 +11,7 @@ import click
 
 from myaccel import signals
 from myaccel.cli import options
-from myaccel.cli.bench import SweepFlags, sweep_options, sweep_profile
+from myaccel.cli.bench import AdaptiveFlags, SweepFlags, sweep_options, sweep_profile
 from myaccel.cli.common import command_line, options_into
 from myaccel.cli.progress import note
 
@@ -38,7 +38,7 @@ terminate_as_interrupt = signals.raising
 
 
 @dataclass(frozen=True, kw_only=True)
-class AbOptions(SweepFlags):
+class AbOptions(SweepFlags, AdaptiveFlags):
     sandbox_name: str = "default"
     baseline: str | None = None
     candidate: str | None = None
@@ -48,8 +48,6 @@ class AbOptions(SweepFlags):
     candidate_basedir: str | None = None
     create: bool = False
     candidate_label: str = "candidate"
-    target_pct: float | None = None
-    budget_min: float | None = None
 
 
 @click.command()
@@ -87,21 +85,7 @@ class AbOptions(SweepFlags):
     is_flag=True,
     help="Create the sandbox given by --sandbox if it does not exist (never done silently).",
 )
-@click.option(
-    "--target",
-    "target_pct",
-    type=click.FloatRange(0.5, 100.0),
-    metavar="PCT",
-    help="Add rounds until each cell is improved, regressed or shown within +-PCT (a "
-    "sequential design, docs/statistics.md); --runs is then the most rounds (default 20).",
-)
-@click.option(
-    "--budget",
-    "budget_min",
-    type=click.FloatRange(1.0, 24 * 60.0),
-    metavar="MIN",
-    help="With --target: stop adding rounds before this many minutes of runs.",
-)
+@options.adaptive
 @click.option("--candidate-label", default="candidate", hidden=True)
 @options_into(AbOptions)
 def ab(opts: AbOptions) -> None:
@@ -111,30 +95,16 @@ def ab(opts: AbOptions) -> None:
     restored from a snapshot before each write-workload run, and the server is prewarmed
     after each restart. The verdict per cell comes with a 95% CI and a Holm-corrected p.
     """
-    from dataclasses import replace
-
     from myaccel import proc
     from myaccel.bench import ab as ab_domain
-    from myaccel.bench.adaptive import MAX_ROUNDS, AdaptiveOptions
     from myaccel.bench.replay import replay_scripts
     from myaccel.bench.session import check_results_dir
     from myaccel.cli.progress import TerminalProgress
-    from myaccel.errors import UsageError
 
-    if opts.budget_min is not None and opts.target_pct is None:
-        raise UsageError("--budget needs --target", hint="add --target PCT (e.g. --target 5)")
     t0 = time.monotonic()
     with terminate_as_interrupt(), replay_scripts():
         prof, workload = sweep_profile(opts)
-        adaptive = None
-        if opts.target_pct is not None:
-            rounds = prof.runs_per_arm if opts.runs is not None else MAX_ROUNDS
-            prof = replace(prof, runs_per_arm=rounds)
-            adaptive = AdaptiveOptions(
-                target_pct=opts.target_pct,
-                budget_s=opts.budget_min * 60 if opts.budget_min is not None else None,
-                max_rounds=rounds,
-            )
+        prof, adaptive = opts.adaptive(prof, runs_given=opts.runs is not None)
         harness = opts.harness_options()
         out = Path(opts.out_dir) if opts.out_dir else None
         check_results_dir(out, kind="ab", prof=prof)

@@ -12,7 +12,7 @@ import click
 
 from myaccel.cli import options
 from myaccel.cli.ab import render_ab, terminate_as_interrupt
-from myaccel.cli.bench import ProfileFlags, ReplayFlags
+from myaccel.cli.bench import AdaptiveFlags, ProfileFlags, ReplayFlags
 from myaccel.cli.common import ServerOptions, command_line, options_into, resolve, server_options
 from myaccel.cli.progress import TerminalProgress, note
 from myaccel.errors import UsageError
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the pipeline (with numpy, scipy) is imported where used, no
 
 
 @dataclass(frozen=True, kw_only=True)
-class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags):
+class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags, AdaptiveFlags):
     durability: str = "strict"
     out_dir: str | None = None
     server_unit: str | None = None
@@ -130,6 +130,7 @@ def _replay(
 @options.workload
 @options.durability()
 @options.runs
+@options.adaptive
 @options.time
 @options.warmup
 @options.scale
@@ -247,6 +248,13 @@ def accelerate(opts: AccelerateOptions) -> None:
         # every check before anything is written, started or created
         prof = build_profile(opts.profile_options())
         build_spec = opts.build_spec()
+        prof, adaptive = opts.adaptive(prof, runs_given=opts.runs is not None)
+        if adaptive is not None and build_spec is not None:
+            raise UsageError(
+                "--target decides between two arms; --build measures three",
+                hint="drop --target (--runs sets the runs per arm), or measure the build "
+                "with `myaccel ab --candidate-basedir DIR --target PCT`",
+            )
         conn = opts.conn
         target: pipeline.SandboxTarget | pipeline.ExistingServer
         if conn.given and conn.sandbox is None:
@@ -289,6 +297,7 @@ def accelerate(opts: AccelerateOptions) -> None:
                 workload=workload,
                 allow_ddl=opts.allow_ddl,
                 build=build_spec,
+                adaptive=adaptive,
             ),
             AccelerateProgress(),
         )

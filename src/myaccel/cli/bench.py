@@ -22,6 +22,7 @@ from myaccel.cli.common import (
 from myaccel.errors import UsageError
 
 if TYPE_CHECKING:  # the domain is imported where used: `--help` loads none of it
+    from myaccel.bench.adaptive import AdaptiveOptions
     from myaccel.bench.profiles import Profile, ProfileOptions
     from myaccel.bench.run_record import RunRecord
     from myaccel.bench.session import BenchResult, HarnessOptions
@@ -113,6 +114,21 @@ class ProfileFlags:
             warmup_s=self.warmup,
             scale=self.scale,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdaptiveFlags:
+    """``--target`` and ``--budget`` (``options.adaptive``)."""
+
+    target_pct: float | None = None
+    budget_min: float | None = None
+
+    def adaptive(
+        self, prof: Profile, *, runs_given: bool
+    ) -> tuple[Profile, AdaptiveOptions | None]:
+        from myaccel.bench.adaptive import adaptive_profile
+
+        return adaptive_profile(prof, self.target_pct, self.budget_min, runs_given=runs_given)
 
 
 @dataclass(frozen=True, kw_only=True)

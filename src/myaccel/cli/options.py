@@ -98,6 +98,24 @@ dataset = click.option(
 runs = click.option(
     "--runs", type=ranges.RUNS, help="Runs per arm and cell (default: the profile's, 5 for quick)."
 )
+# ``--target`` and ``--budget``: an adaptive campaign (bench/adaptive.py), in ab and accelerate.
+adaptive = compose(
+    click.option(
+        "--target",
+        "target_pct",
+        type=click.FloatRange(0.5, 100.0),
+        metavar="PCT",
+        help="Add rounds until each cell is improved, regressed or shown within +-PCT (a "
+        "sequential design, docs/statistics.md); --runs is then the most rounds (default 20).",
+    ),
+    click.option(
+        "--budget",
+        "budget_min",
+        type=click.FloatRange(1.0, 24 * 60.0),
+        metavar="MIN",
+        help="With --target: stop adding rounds before this many minutes of runs.",
+    ),
+)
 scale = click.option(
     "--scale", type=ranges.SCALE, help="Shrink rows and time (0 < F <= 1) for small machines."
 )
