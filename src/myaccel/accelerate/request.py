@@ -64,6 +64,7 @@ class AccelerateRequest:
     workload: Workload | None = None  # a captured workload ``profile`` replays (sandbox only)
     allow_ddl: bool = False  # --allow-ddl: the capture's DDL may create the schemas it lacks
     build: BuildSpec | None = None  # --build: a third arm, the PGO+LTO build with the plan
+    quiet_wait_s: float | None = None  # --quiet-wait: the quiet gate of the A/B (bench/quiet.py)
 
 
 @dataclass(frozen=True)

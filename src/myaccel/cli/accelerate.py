@@ -41,6 +41,7 @@ class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags):
     jobs: int | None = None
     swap_binary: bool = False
     allow_ddl: bool = False
+    quiet_wait: float = 60.0
 
     def build_spec(self) -> pipeline.BuildSpec | None:
         """``--build`` and its options, checked (the training profile must exist)."""
@@ -134,6 +135,7 @@ def _replay(
 @options.warmup
 @options.scale
 @options.out_dir
+@options.quiet_wait
 @options.server_unit(
     "Existing server: systemd unit to restart for restart-only knobs (and whose "
     "binary --swap-binary swaps)."
@@ -289,6 +291,7 @@ def accelerate(opts: AccelerateOptions) -> None:
                 workload=workload,
                 allow_ddl=opts.allow_ddl,
                 build=build_spec,
+                quiet_wait_s=opts.quiet_wait,
             ),
             AccelerateProgress(),
         )
