@@ -24,7 +24,7 @@ from myaccel.bench.work_counters import (
 THRESHOLD_PCT = 100.0 * OTHERS_SHARE_WARN
 DEFAULT_WAIT_S = 60.0  # --quiet-wait
 SAMPLE_S = 2.0  # one measurement
-POLL_S = 10.0  # between measurements while waiting
+POLL_S = 5.0  # between measurements while waiting
 
 # sample seconds -> other processes' share of all the host's CPU time (%) over that
 # sample, None when it cannot be read
