@@ -331,8 +331,9 @@ def expert(a: argparse.Namespace) -> None:
 
 def mysqltuner(a: argparse.Namespace) -> None:
     """MySQLTuner reads status counters, so a `myaccel bench` run of the first workload
-    comes first; then its advice (scripts/vs_mysqltuner.py) is the baseline arm."""
-    from vs_mysqltuner import tuner_advice
+    comes first (on the base configuration, with the explicit chunk size MySQLTuner 1.9.9
+    needs on MariaDB 10.8+: scripts/vs_mysqltuner.py); then its advice is the baseline arm."""
+    from vs_mysqltuner import prepare_server, tuner_advice
 
     sb = Sandbox.load(a.sandbox)
     new = Arm(
@@ -345,12 +346,12 @@ def mysqltuner(a: argparse.Namespace) -> None:
         "--time", str(a.time), "--warmup", "0", "--out", str(a.out / "warm"),
         "--ps-mode", "disable",  # counters only; 128 threads exceed the default statement limit
     ]  # fmt: skip
+    prepare_server(sb)
     print("$", " ".join(warm), flush=True)
     if subprocess.call(warm) != 0:
         sys.exit("error: the warm-up `myaccel bench` failed (see its output above)")
-    if not sb.is_running():
-        sb.start()
-    adv = tuner_advice(sb)
+    adv = tuner_advice(sb, save=a.out / "mysqltuner.out")
+    sb.restart(reset=True)
     tuner = Arm("MySQLTuner", [f"{k} = {v}" for k, v in adv.items()])
     _versus(a, new, [("mysqltuner", "MySQLTuner", tuner)])
 

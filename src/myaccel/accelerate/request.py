@@ -67,6 +67,7 @@ class AccelerateRequest:
     build: BuildSpec | None = None  # --build: a third arm, the PGO+LTO build with the plan
     # --target: interleaved rounds until a sequential decision (bench/adaptive.py)
     adaptive: AdaptiveOptions | None = None
+    quiet_wait_s: float | None = None  # --quiet-wait: the quiet gate of the A/B (bench/quiet.py)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from myaccel.accelerate.request import (
 )
 from myaccel.bench import ab
 from myaccel.bench.replay import create_schemas
+from myaccel.bench.session import HarnessOptions
 from myaccel.errors import UsageError
 from myaccel.server.sandbox import Sandbox
 
@@ -127,6 +128,7 @@ def ab_against_base(
         candidate_label="tuned",
         workload=req.workload,
         adaptive=req.adaptive,
+        harness=HarnessOptions(quiet_wait_s=req.quiet_wait_s),
     )
     if built is not None:
         abreq = three_arms(abreq, built)

@@ -28,16 +28,18 @@ from myaccel.bench.compare import Comparison, compare_runs
 from myaccel.bench.dataset import ensure_dataset
 from myaccel.bench.profiles import WRITE_WORKLOADS, Profile
 from myaccel.bench.replay import check_schemas, replay_info
-from myaccel.bench.run_record import RunRecord
+from myaccel.bench.run_record import QuietGate, RunRecord
 from myaccel.bench.runner import RunSpec, connection_args, preflight, run_sysbench
 from myaccel.bench.session import (
     DEFAULT_HARNESS,
     BenchProgress,
     CampaignSetup,
     HarnessOptions,
+    campaign_gates,
     cell_spec,
     finish_campaign,
     open_campaign,
+    quiet_gate,
     replay_ignore_errors,
     require_valid_runs,
 )
@@ -189,6 +191,7 @@ class AbPlan:
     ignore_errors: str | None = None
     # after each round (every arm once per cell): a reason to stop adding rounds, or None
     stop: Callable[[list[RunRecord]], str | None] | None = None
+    quiet_wait_s: float | None = None  # the quiet gate before the first run (quiet.py)
 
     def event(self, msg: str) -> None:
         if self.on_event:
@@ -207,6 +210,8 @@ def run_campaign(
     if any(is_write(w) for w, _ in prof.cells):
         snaps = arm_snapshots(sb, plan.arms, plan.event)
     try:
+        # the server is stopped here: all the CPU in use is other processes'
+        quiet_gate(ctx, plan.quiet_wait_s, plan.event)
         return _interleaved_runs(plan, ctx, snaps, before_run=before_run, after_run=after_run)
     finally:
         for snap in snaps.values():
@@ -449,13 +454,14 @@ def run(req: AbRequest, progress: BenchProgress, sandbox: Sandbox | None = None)
     finish_campaign(ctx)
     records = ctx.records
     main = ArmPair("", "baseline", "candidate", req.baseline_label, req.candidate_label)
-    cmp = compare_pair(records, req.arms, main)
+    gates = campaign_gates(ctx)
+    cmp = compare_pair(records, req.arms, main, gates)
     if stop is not None:
         cmp = sequential_comparison(cmp, stop)
     save(ctx.out_dir / "comparison.json", cmp, private=True)
     more: dict[str, Comparison] = {}
     for pair in req.pairs:
-        more[pair.name] = compare_pair(records, req.arms, pair)
+        more[pair.name] = compare_pair(records, req.arms, pair, gates)
         save(ctx.out_dir / f"comparison-{pair.name}.json", more[pair.name], private=True)
     return AbResult(
         comparison=cmp,
@@ -467,15 +473,21 @@ def run(req: AbRequest, progress: BenchProgress, sandbox: Sandbox | None = None)
     )
 
 
-def compare_pair(records: Sequence[RunRecord], arms: dict[str, Arm], pair: ArmPair) -> Comparison:
+def compare_pair(
+    records: Sequence[RunRecord],
+    arms: dict[str, Arm],
+    pair: ArmPair,
+    gates: Sequence[QuietGate] = (),
+) -> Comparison:
     """One comparison of two arms of the campaign (builds may differ in server version
-    strings when their basedirs differ)."""
+    strings when their basedirs differ); ``gates``: the campaign's quiet gate."""
     cmp = compare_runs(
         [r for r in records if r.arm == pair.baseline],
         [r for r in records if r.arm == pair.candidate],
         allow_server_difference=arms[pair.baseline].basedir != arms[pair.candidate].basedir,
         baseline_label=pair.baseline_label,
         candidate_label=pair.candidate_label,
+        gates=gates,
     )
     trades = [
         w
@@ -586,6 +598,7 @@ def interleave(
         prewarm=ready.workload is None,
         ignore_errors=replay_ignore_errors(None, ready.workload),
         stop=stop,
+        quiet_wait_s=harness.quiet_wait_s,
     )
 
     def before(n: int, total: int, spec: RunSpec, arm: str) -> None:

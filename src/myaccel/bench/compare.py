@@ -14,7 +14,8 @@ from pydantic import Field
 from myaccel import markdown
 from myaccel.artifacts import artifact
 from myaccel.bench import stats
-from myaccel.bench.run_record import RunRecord
+from myaccel.bench.quiet import disturbed_banner
+from myaccel.bench.run_record import QuietGate, RunRecord
 from myaccel.bench.work_counters import (
     OTHERS_SHARE_WARN,
     OTHERS_WARNING_PREFIX,
@@ -85,6 +86,9 @@ class Comparison(Frozen):
     geomean_ci_high_pct: float | None = None
     warnings: list[str] = Field(default_factory=list)
     forced: bool = False
+    # the first thing every rendering says, when the figures are disturbed: the host busy
+    # before the first run (the quiet gate) or most runs disturbed (``quiet.py``)
+    disturbed: str | None = None
 
 
 def _mismatches(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> list[str]:
@@ -117,7 +121,10 @@ def compare_runs(
     force: bool = False,
     seed: int = 0,
     allow_server_difference: bool = False,
+    gates: Sequence[QuietGate] = (),
 ) -> Comparison:
+    """The cells' statistics and verdicts; ``gates``: what the quiet gate measured before
+    the runs (the comparison then leads with a loud host, ``Comparison.disturbed``)."""
     probs = _mismatches(baseline, candidate)
     if allow_server_difference:
         probs = [p for p in probs if not p.startswith("different server versions")]
@@ -232,6 +239,7 @@ def compare_runs(
         geomean_ci_high_pct=geo.ci_high_pct if geo else None,
         warnings=warnings,
         forced=bool(probs),
+        disturbed=disturbed_banner(gates, [*baseline, *candidate]),
     )
 
 
@@ -297,6 +305,8 @@ def format_markdown(cmp: Comparison) -> str:
         for c in cmp.cells
     ]
     lines = markdown.table(header, rows, "lrrrrlrrl")
+    if cmp.disturbed:
+        lines = [f"**Disturbed**: {cmp.disturbed}.", "", *lines]
     if cmp.geomean_delta_pct is not None:
         lines.append("")
         lines.append(

@@ -166,6 +166,19 @@ class RunRecord(Frozen):
         return redact_argv(v)  # written and read: also older files lose their passwords
 
 
+class QuietGate(Frozen):
+    """What the quiet-machine gate (``bench/quiet.py``) measured before a campaign's first
+    run: other processes' share of the host's CPU, and how long it waited for a quiet host."""
+
+    verdict: str  # quiet, loud (still above the threshold when the wait ran out), unknown
+    others_pct: float | None  # the last sample: other processes' share of all CPU time (%)
+    first_pct: float | None = None  # the first sample (before any wait)
+    threshold_pct: float
+    waited_s: float
+    wait_limit_s: float
+    samples: int
+
+
 @artifact(CAMPAIGN_SCHEMA)
 class CampaignIndex(Frozen):
     schema_version: str = CAMPAIGN_SCHEMA
@@ -178,6 +191,7 @@ class CampaignIndex(Frozen):
     runs: list[str] = Field(default_factory=list)
     finished: bool = False
     notes: list[str] = Field(default_factory=list)
+    quiet_gate: QuietGate | None = None  # the host's other load before the first run
 
     @field_validator("command")
     @classmethod

@@ -24,8 +24,15 @@ from myaccel.bench.campaign import (
 )
 from myaccel.bench.dataset import ensure_dataset, size_dataset
 from myaccel.bench.profiles import Profile
+from myaccel.bench.quiet import disturbed_banner, others_load, wait_for_quiet
 from myaccel.bench.replay import check_schemas, replay_info
-from myaccel.bench.run_record import CampaignIndex, RunRecord, config_digest, private_dir
+from myaccel.bench.run_record import (
+    CampaignIndex,
+    QuietGate,
+    RunRecord,
+    config_digest,
+    private_dir,
+)
 from myaccel.bench.runner import RunSpec, preflight
 from myaccel.bench.workload import Workload
 from myaccel.errors import MyaccelError, NoValidRuns, UsageError
@@ -208,6 +215,25 @@ def open_campaign(
     return ctx
 
 
+def quiet_gate(
+    ctx: BenchContext, wait_s: float | None, note: Callable[[str], None]
+) -> QuietGate | None:
+    """The quiet gate before the campaign's first run (``wait_s`` None: none), recorded in
+    its campaign.json; the server's own CPU (``ctx.server_pid``) is not other load."""
+    if wait_s is None:
+        return None
+    gate = wait_for_quiet(others_load(ctx.server_pid), wait_s=wait_s, note=note)
+    if ctx.index is not None:
+        ctx.index = ctx.index.model_copy(update={"quiet_gate": gate})
+        ctx.save_index()
+    return gate
+
+
+def campaign_gates(ctx: BenchContext) -> list[QuietGate]:
+    """The quiet gate the campaign recorded, if any."""
+    return [ctx.index.quiet_gate] if ctx.index and ctx.index.quiet_gate else []
+
+
 def finish_campaign(ctx: BenchContext) -> None:
     """Mark the campaign complete (reports count the runs of an unfinished one as
     missing)."""
@@ -256,12 +282,15 @@ class HarnessOptions:
     """How ``bench`` and ``ab`` make their runs: the dataset sized from the buffer pool
     (``cpu-bound``, ``io-bound``; None: the profile's own), the prepared statements mode,
     the CPUs the client is pinned to (a checked list) and whether an existing dataset of
-    another size is dropped."""
+    another size is dropped; how long the quiet gate waits."""
 
     dataset: str | None = None
     ps_mode: str = "auto"
     pin_client: str | None = None
     cleanup: bool = False
+    # the quiet gate before the first run (``quiet.py``): wait at most this long for a
+    # quiet host; None: no gate (a tune trial, whose campaign is one of many)
+    quiet_wait_s: float | None = None
 
     def sized(self, profile: Profile, sinfo: Mapping[str, Any]) -> Profile:
         """``profile`` with its dataset sized for the server (``sinfo``: ``server_info``)."""
@@ -297,6 +326,8 @@ class BenchResult:
     out_dir: Path
     records: list[RunRecord]
     duration_s: float  # from the dataset check to the last run
+    # what the summary leads with when its figures are disturbed (``quiet.py``)
+    disturbed: str | None = None
 
 
 def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
@@ -348,6 +379,7 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
         note=progress.note,
     )
     ctx.on_report = progress.run_report
+    gate = quiet_gate(ctx, h.quiet_wait_s, progress.note)
     total = len(specs) * prof.runs_per_arm
     first = resume.next_run if resume is not None else 1
     n = 0
@@ -367,5 +399,8 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
                 total += 1
     finish_campaign(ctx)
     return BenchResult(
-        out_dir=ctx.out_dir, records=ctx.records, duration_s=time.monotonic() - t_start
+        out_dir=ctx.out_dir,
+        records=ctx.records,
+        duration_s=time.monotonic() - t_start,
+        disturbed=disturbed_banner([gate] if gate else [], ctx.records),
     )

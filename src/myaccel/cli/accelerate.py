@@ -41,6 +41,7 @@ class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags, AdaptiveFlags)
     jobs: int | None = None
     swap_binary: bool = False
     allow_ddl: bool = False
+    quiet_wait: float = 60.0
 
     def build_spec(self) -> pipeline.BuildSpec | None:
         """``--build`` and its options, checked (the training profile must exist)."""
@@ -135,6 +136,7 @@ def _replay(
 @options.warmup
 @options.scale
 @options.out_dir
+@options.quiet_wait
 @options.server_unit(
     "Existing server: systemd unit to restart for restart-only knobs (and whose "
     "binary --swap-binary swaps)."
@@ -298,6 +300,7 @@ def accelerate(opts: AccelerateOptions) -> None:
                 allow_ddl=opts.allow_ddl,
                 build=build_spec,
                 adaptive=adaptive,
+                quiet_wait_s=opts.quiet_wait,
             ),
             AccelerateProgress(),
         )

@@ -202,15 +202,18 @@ class SweepFlags(ProfileFlags, ReplayFlags):
     pin_client: str | None = None
     out_dir: str | None = None
     cleanup: bool = False
+    quiet_wait: float = 60.0
 
     def harness_options(self) -> HarnessOptions:
-        """``--dataset``, ``--ps-mode``, ``--pin-client`` (checked here) and ``--cleanup``."""
+        """``--dataset``, ``--ps-mode``, ``--pin-client`` (checked here), ``--cleanup`` and
+        ``--quiet-wait``."""
         from myaccel.bench.session import HarnessOptions
         from myaccel.model import same_named
 
         return HarnessOptions(
             **same_named(self, ("dataset", "ps_mode", "cleanup")),
             pin_client=check_pin_client(self.pin_client),
+            quiet_wait_s=self.quiet_wait,
         )
 
     def profile_options(self) -> ProfileOptions:
@@ -280,6 +283,7 @@ sweep_options = options.compose(
     options.pin_client,
     options.out_dir,
     options.cleanup,
+    options.quiet_wait,
     options.workload_file,
     options.replay,
 )
@@ -352,6 +356,8 @@ def render_bench(result: BenchResult) -> None:
     """The runs' table on stdout; exit 7 when no run is valid; where the results are."""
     from myaccel.bench.session import require_valid_runs
 
+    if result.disturbed:  # first: the figures below are not to be read as they stand
+        click.echo(f"Disturbed: {result.disturbed}.")
     click.echo(format_runs_table(result.records))
     for line in format_replay(result.records):
         click.echo(line)

@@ -136,6 +136,18 @@ out_dir = directory(
 cleanup = click.option(
     "--cleanup", is_flag=True, help="Drop an existing dataset of another size and prepare anew."
 )
+quiet_wait = click.option(
+    "--quiet-wait",
+    "quiet_wait",
+    type=click.FloatRange(0, 24 * 3600.0),
+    default=60.0,
+    show_default=True,
+    envvar="MYACCEL_QUIET_WAIT",
+    metavar="SECONDS",
+    help="Before the first run, wait up to this long for other processes to use at most "
+    "10% of the CPU; still busier: go on, every output then says its figures are disturbed "
+    "(0: measure once, no wait; env MYACCEL_QUIET_WAIT).",
+)
 workload_file = click.option(
     "--workload-file",
     type=click.Path(dir_okay=False),

@@ -55,20 +55,17 @@ def done_lines(
 
 
 def disturbed_line(exps: list[Experiment]) -> str | None:
-    """How many of the compared runs other processes shared the CPU with, for the top of
-    the summary (before: the headline gain came first and the disturbed runs were counted
-    150 lines further down)."""
-    from myaccel.bench.work_counters import OTHERS_SHARE_WARN, OTHERS_WARNING_PREFIX
+    """For the top of the summary: a campaign whose quiet gate found the host busy before
+    its first run, and how many of the compared runs other processes shared the CPU with
+    (any: before, the headline gain came first and the disturbed runs were counted 150
+    lines further down). The sentence is ``bench.quiet.disturbed_banner``'s, as the
+    console's and the comparison's."""
+    from myaccel.bench.quiet import disturbed_banner
 
-    runs = [r for e in exps if e.comparison is not None for r in e.all_runs if r.validity.valid]
-    hit = [r for r in runs if any(w.startswith(OTHERS_WARNING_PREFIX) for w in r.validity.warnings)]
-    if not hit:
-        return None
-    return (
-        f"{len(hit)} of {len(runs)} valid runs were disturbed (other processes used more than "
-        f"{OTHERS_SHARE_WARN:.0%} of the host's CPU during them): the figures below may be off "
-        "by more than their intervals say; measure on a quiet host"
-    )
+    compared = [e for e in exps if e.comparison is not None]
+    gates = [e.campaign.quiet_gate for e in compared if e.campaign and e.campaign.quiet_gate]
+    runs = [r for e in compared for r in e.all_runs]
+    return disturbed_banner(gates, runs, lead_share=0.0)
 
 
 def validity_warnings(
