@@ -11,6 +11,7 @@ system-deps:
 	@bash scripts/ensure-system-deps.sh
 	@bash scripts/ensure-profile-tools.sh
 	@bash scripts/ensure-mysql.sh
+	@bash scripts/ensure-mariadb.sh
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

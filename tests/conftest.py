@@ -9,6 +9,9 @@
 - ``mysql_basedir``: the MySQL to init MySQL sandboxes from (``$MYACCEL_MYSQL_BASEDIR``, else
   the installed one: None = found by the sandbox itself). Skips without MySQL; fails in CI
   (``CI`` set), where `make test` installs it.
+- ``mariadb118_basedir``: the MariaDB 11.8 install prefix (``$MYACCEL_MARIADB118_BASEDIR``, else
+  the one scripts/ensure-mariadb.sh makes, found by flavor and release line). Skips without
+  it; fails in CI.
 """
 
 from __future__ import annotations
@@ -105,3 +108,17 @@ def mysql_basedir() -> Path | None:
             pytest.fail(f"MySQL is not installed ({exc}): `make test` installs it")
         pytest.skip(f"no MySQL installed ({exc}); run: bash scripts/ensure-mysql.sh")
     return install.basedir if install.custom else None
+
+
+@pytest.fixture(scope="session")
+def mariadb118_basedir() -> Path:
+    env = os.environ.get("MYACCEL_MARIADB118_BASEDIR")
+    if env:
+        return Path(env)
+    try:
+        install = find_server(flavor="mariadb", series="11.8")
+    except Exception as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"MariaDB 11.8 is not installed ({exc}): `make test` installs it")
+        pytest.skip(f"no MariaDB 11.8 installed ({exc}); run: bash scripts/ensure-mariadb.sh")
+    return install.basedir

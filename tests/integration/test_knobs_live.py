@@ -1,5 +1,6 @@
 """The knob catalog against real servers: MariaDB 10.11 (the session sandbox, Debian 12's
-server) and MySQL 9.7 (its own sandbox: the MySQL that scripts/ensure-mysql.sh installs, or
+server), MariaDB 11.8 (its own sandbox: the one scripts/ensure-mariadb.sh installs, or
+``$MYACCEL_MARIADB118_BASEDIR``) and MySQL 9.7 (its own sandbox: the MySQL that scripts/ensure-mysql.sh installs, or
 ``$MYACCEL_MYSQL_BASEDIR``), the latter once plain and once with the community thread pool
 plugin loaded (``plugin-load-add=thread_pool.so``), whose variables exist only then.
 
@@ -46,12 +47,12 @@ EXPECTED_REMOVED = {
     "mariadb": ("innodb_buffer_pool_instances",),
     "mysql": ("innodb_log_file_size", "innodb_log_files_in_group"),
 }
-MIN_COMPARED = {"mariadb": 65, "mysql": 60, "mysql+thread_pool": 1}
+MIN_COMPARED = {"mariadb": 65, "mariadb-11.8": 65, "mysql": 60, "mysql+thread_pool": 1}
 
 
 @dataclass(frozen=True)
 class Live:
-    label: str  # mariadb, mysql, mysql+thread_pool
+    label: str  # mariadb, mariadb-11.8, mysql, mysql+thread_pool
     version: str
     variables: dict[str, str]  # SHOW GLOBAL VARIABLES
     origin: dict[str, str]
@@ -61,6 +62,10 @@ class Live:
     enum_values: dict[str, str | None]  # comma separated, None = not known
     srv: ServerKnobs
     loaded_plugins: frozenset[str] = frozenset()
+
+    @property
+    def flavor(self) -> str:
+        return self.label.split("+")[0].split("-")[0]
 
     def under_test(self, k: ResolvedKnob) -> bool:
         """Plugin knobs are checked where their plugin is loaded, the others elsewhere."""
@@ -73,7 +78,7 @@ class Live:
 # ------------------------------------------------------------------ MariaDB
 
 
-def _mariadb_live(sb: Sandbox) -> Live:
+def _mariadb_live(sb: Sandbox, label: str = "mariadb") -> Live:
     if not sb.is_running():
         sb.start(timeout_s=120)
     conn = connect(sb.connect_params())
@@ -94,7 +99,7 @@ def _mariadb_live(sb: Sandbox) -> Live:
     if not srv.exact:
         pytest.skip(f"MariaDB {version} is not a series the catalog was checked against")
     return Live(
-        label="mariadb",
+        label=label,
         version=version,
         variables=variables,
         origin={str(r[0]): str(r[1]) for r in rows},
@@ -215,11 +220,27 @@ def mysql_sandbox(
         sb.destroy()
 
 
-@pytest.fixture(scope="module", params=["mariadb", "mysql", "mysql+thread_pool"])
+@pytest.fixture(scope="module")
+def mariadb118_sandbox(
+    tmp_path_factory: pytest.TempPathFactory, mariadb118_basedir: Path
+) -> Iterator[Sandbox]:
+    home = tmp_path_factory.mktemp("knobs-mariadb118-home")
+    sb = Sandbox.init("knobs118", basedir=mariadb118_basedir, home=home, timeout_s=180)
+    try:
+        yield sb
+    finally:
+        sb.destroy()
+
+
+@pytest.fixture(scope="module", params=["mariadb", "mariadb-11.8", "mysql", "mysql+thread_pool"])
 def live(request: pytest.FixtureRequest) -> Live:
     label = str(request.param)
     if label == "mariadb":
         return _mariadb_live(request.getfixturevalue("sandbox_server"))
+    if label == "mariadb-11.8":
+        live = _mariadb_live(request.getfixturevalue("mariadb118_sandbox"), label)
+        assert live.srv.series == "11.8", live.version
+        return live
     sb: Sandbox = request.getfixturevalue("mysql_sandbox")
     if label == "mysql":
         sb.restart(reset=True, timeout_s=120)
@@ -282,7 +303,7 @@ def test_machine_dependent_formulas_on_this_machine(live: Live) -> None:
 def test_removed_knobs_are_absent_and_present_ones_exist(live: Live) -> None:
     cat = live.srv.catalog
     removed = [s.name for s in cat if live.srv.removed(s.name)]
-    for name in EXPECTED_REMOVED[live.label.split("+")[0]]:
+    for name in EXPECTED_REMOVED[live.flavor]:
         assert name in removed, f"the catalog does not know {name} is gone in {live.version}"
     for name in removed:
         assert name not in live.variables, f"{name} is marked removed but {live.version} has it"
@@ -341,7 +362,7 @@ def test_ranges_and_enum_values_agree(live: Live) -> None:
                 theirs in ("?", ours[i]) if i < len(ours) else theirs in ("?", *ours)
                 for i, theirs in enumerate(v.lower() for v in server_values)
             )
-            if live.label == "mariadb":
+            if live.flavor == "mariadb":
                 agree = agree and len(server_values) == len(ours)
             if not agree:
                 wrong.append(f"{k.name}: catalog values {list(k.values)}, server {server_values}")

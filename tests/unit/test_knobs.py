@@ -204,6 +204,26 @@ def test_version_strings_from_servers(cat: Catalog) -> None:
         cat.for_server("mysql", "latest")
 
 
+def test_every_fixture_version_resolves_by_its_own_flavor(cat: Catalog) -> None:
+    """The catalog's series are chosen per flavor, never by the number: MySQL's calendar
+    versions (26.x) resolve to MySQL's newest series, MariaDB 12.x to MariaDB's, with a
+    warning when the line was not checked."""
+    data = json.loads(
+        (Path(__file__).parent.parent / "fixtures" / "version_strings.json").read_text()
+    )
+    for case in data["cases"]:
+        sv = parse_server_version(case["version"], case["comment"])
+        assert sv is not None
+        srv = cat.for_server(sv.flavor, sv)
+        assert srv.flavor == sv.flavor
+        assert srv.exact is (srv.series in (case["line"], case["line"].split(".")[0]))
+        if sv.flavor != "mariadb" and sv.major >= 26:
+            assert srv.series == ("9" if sv.flavor == "mysql" else "8.4"), case
+            assert srv.warnings and "nearest lower" in srv.warnings[0]
+        if sv.flavor == "mariadb" and sv.major >= 12:
+            assert srv.series == "11.8" and not srv.exact, case
+
+
 def test_unknown_series_uses_nearest_lower_with_warning(
     cat: Catalog, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -13,6 +13,7 @@ from myaccel.errors import UsageError
 from myaccel.facts.collect import collect_facts
 from myaccel.model import AtomicsFacts, BinaryFacts, Facts, ServerFacts, known
 from myaccel.rules.engine import Hints, load_rules, make_plan
+from myaccel.rules.knobview import knob_view_for
 from myaccel.rules.server_rules import (
     GiB,
     MiB,
@@ -283,6 +284,39 @@ def test_yitian_8_vcpu_32g_mariadb() -> None:
     )  # virtio SSD
     assert got["os-thp"] == "madvise"  # Alibaba Cloud Linux ships [always]
     assert "numa-binding" not in got
+
+
+@pytest.mark.parametrize(
+    ("version", "ceiling", "raised"),
+    [
+        # 11.8.2-11.8.6 (MDEV-29445): the ceiling is the pool the server started with
+        ("11.8.3-MariaDB", "134217728", True),
+        # 11.8.7+ (MDEV-38671): 8 TiB reserved; 11.8.9 from this machine's sid install
+        ("11.8.9-MariaDB-4 from Debian", "8796093022208", False),
+        # before MDEV-29445 there is no ceiling to raise
+        ("11.8.1-MariaDB", None, False),
+    ],
+)
+def test_mariadb_118_buffer_pool_ceiling(version: str, ceiling: str | None, raised: bool) -> None:
+    """A grown pool on MariaDB whose innodb_buffer_pool_size_max is below the target gets
+    the ceiling raised too (a restart); otherwise SET GLOBAL is refused and nothing grows."""
+    variables = dict(MARIADB_1011)
+    if ceiling is not None:
+        variables["innodb_buffer_pool_size_max"] = ceiling
+    f = host("yitian710-g8y2xlarge").model_copy(
+        update={"server": server(version, "mariadb.org binary distribution", variables)}
+    )
+    p = make_plan(f, knobs=knob_view_for(f))  # as `myaccel plan` does
+    got = ids(p)
+    assert got["server-buffer-pool-size"] == "23680M"
+    if raised:
+        assert got["server-buffer-pool-size-max"] == "23680M"
+        rec = next(r for r in p.recommendations if r.id == "server-buffer-pool-size-max")
+        assert rec.target == "mysql:innodb_buffer_pool_size_max" and rec.risk == "restart"
+    else:
+        assert "server-buffer-pool-size-max" not in got
+    pool = next(r for r in p.recommendations if r.id == "server-buffer-pool-size")
+    assert pool.risk == "online"  # resizable with SET GLOBAL up to the ceiling
 
 
 def test_2g_vm() -> None:

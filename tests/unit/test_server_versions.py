@@ -1,6 +1,7 @@
 """MySQL's calendar versions (YY.M.P from 26.7.0, July 2026) and release tracks: the major
 number no longer tells MySQL from MariaDB nor an LTS from an innovation release, so the
-flavor comes from the version strings and the track from a table, never from the number."""
+flavor comes from the version strings and the track from a table, never from the number
+(an unannounced line has no track: None)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from myaccel.server.flavor import (
 @pytest.mark.parametrize(
     ("version", "comment", "flavor", "track", "calendar"),
     [
-        ("26.7.0", "MySQL Community Server - GPL", "mysql", None, True),
+        ("26.7.0", "MySQL Community Server - GPL", "mysql", "innovation", True),
+        ("28.4.0", "MySQL Community Server - GPL", "mysql", "lts", True),
+        ("29.1.0", "MySQL Community Server - GPL", "mysql", None, True),  # not announced
         ("9.7.4", "MySQL Community Server - GPL", "mysql", "lts", False),
         ("9.3.0", "MySQL Community Server - GPL", "mysql", "innovation", False),
         ("8.4.6", "MySQL Community Server - GPL", "mysql", "lts", False),
@@ -40,4 +43,4 @@ def test_a_calendar_version_binary() -> None:
         "/usr/sbin/mysqld  Ver 26.7.0 for Linux on x86_64 (MySQL Community Server - GPL)"
     )
     assert v is not None and v.flavor == "mysql" and v.text == "26.7.0"
-    assert calendar_version(v) and mysql_track(v) is None
+    assert calendar_version(v) and mysql_track(v) == "innovation"

@@ -123,6 +123,14 @@ def sandbox() -> None:
     "PATH, else the MySQL 9.7 of scripts/ensure-mysql.sh ($MYACCEL_MYSQL_ROOT/mysql-9.7).",
 )
 @click.option(
+    "--version",
+    "series",
+    metavar="X.Y",
+    help="Release line of the server (e.g. 11.8): the installed one if it is that line, else "
+    "the project's install ($MYACCEL_MYSQL_ROOT/mariadb-11.8 of scripts/ensure-mariadb.sh, "
+    "mysql-9.7).",
+)
+@click.option(
     "--port", type=TCP_PORT, metavar="N", help="TCP port on 127.0.0.1 (default: a free one)."
 )
 @click.option("--no-start", is_flag=True, help="Stop the server once the sandbox is ready.")
@@ -131,6 +139,7 @@ def init(
     name: str,
     basedir: str | None,
     flavor: Flavor | None,
+    series: str | None,
     port: int | None,
     no_start: bool,
     timeout_s: float,
@@ -146,6 +155,7 @@ def init(
         timeout_s=timeout_s,
         progress=_say,
         flavor=flavor,
+        series=series,
     )
     _say(f"connect: {_client_command(sb)}")
 

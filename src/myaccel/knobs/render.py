@@ -51,12 +51,14 @@ srv.format_option("innodb_buffer_pool_size", "8G")  # 'innodb-buffer-pool-size =
 
 Provenance: values were taken from the MySQL Reference Manual (5.7, 8.0, 8.4, 9.x), the
 MariaDB Knowledge Base and Enterprise documentation, MariaDB pull requests/MDEVs for
-backported changes, and Percona Server documentation. The MariaDB 10.11 column is checked
-against a live server by `tests/integration/test_knobs_live.py` (defaults, presence,
-removals, dynamic, scope, numeric ranges and enum values); MySQL 8.0/8.4 against dumps
-written from the manual (`tests/fixtures/variables/`). Not checked against a running
-server: MySQL and Percona Server of any version, MariaDB 10.6, 11.4 and 11.8. MariaDB
-ranges were read on 10.11 and are assumed for 10.6. Ranges are given only where known; a
+backported changes, and Percona Server documentation. The MariaDB 10.11 and 11.8 columns
+and MySQL 9.x (9.7) are checked against live servers by
+`tests/integration/test_knobs_live.py` (defaults, presence, removals, dynamic, scope, numeric
+ranges and enum values; MariaDB 11.8 is the 11.8.9 of `scripts/ensure-mariadb.sh`); MySQL
+8.0/8.4 against dumps written from the manual (`tests/fixtures/variables/`). Not checked
+against a running server: MySQL 5.7, 8.0 and 8.4, Percona Server of any version, MariaDB
+10.6 and 11.4. MariaDB ranges were read on 10.11 and 11.8 and are assumed for 10.6 and 11.4.
+Ranges are given only where known; a
 missing min/max means "not recorded", not "unlimited".
 """
 

@@ -168,7 +168,9 @@ def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
     """Size the InnoDB buffer pool from the memory budget: min(RAM, cgroup limit), minus an
     OS reserve, global buffers and per-connection buffers times max_connections, capped at
     75% of the budget. Counting the connections is what naive tuners get wrong. A MySQL
-    server with innodb_dedicated_server=ON sizes its pool itself and is left to do so."""
+    server with innodb_dedicated_server=ON sizes its pool itself and is left to do so. On a
+    MariaDB whose innodb_buffer_pool_size_max is below the target (10.11.12+, 11.4.6+, 11.8.2+
+    before its 8 TiB default), that ceiling is raised too (server-buffer-pool-size-max)."""
     leave_to_dedicated_server(ctx, "innodb_buffer_pool_size")
     budget, src, glob, per_conn, max_conn = memory_inputs(ctx)
     target = buffer_pool_target(budget, glob, per_conn, max_conn)
@@ -196,6 +198,7 @@ def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
     if cur is not None and target < cur:
         effect = "keeps the server inside its memory budget (no swapping or OOM kills)"
     return [
+        *pool_ceiling(ctx, target),
         recommend(
             ctx,
             title="Size the buffer pool from the memory budget",
@@ -212,6 +215,35 @@ def buffer_pool_size(ctx: RuleContext) -> list[Recommendation]:
             expected_effect=effect,
             effect_source="MySQL manual (innodb_dedicated_server: 75% of RAM above 4 GB); seeds/000 sizes buffers from RAM",
             verify="SELECT @@innodb_buffer_pool_size; SHOW STATUS LIKE 'Innodb_buffer_pool_resize_status'; hit ratio from Innodb_buffer_pool_reads",
+            confidence="high",
+        ),
+    ]
+
+
+def pool_ceiling(ctx: RuleContext, target: int) -> list[Recommendation]:
+    """MariaDB 10.11.12+, 11.4.6+, 11.8.2+ (MDEV-29445) refuse ``SET GLOBAL
+    innodb_buffer_pool_size`` above the read-only ``innodb_buffer_pool_size_max`` (a warning,
+    and the pool stays as it was). Until 10.11.17/11.4.11/11.8.7 (MDEV-38671, 8 TiB) that
+    ceiling defaults to the size the server started with, so a grown pool needs the ceiling
+    raised too (a restart); a server whose ceiling already fits gets nothing here."""
+    ceiling = ctx.var_int("innodb_buffer_pool_size_max")
+    if ceiling is None or ceiling == 0 or target <= ceiling:
+        return []
+    return [
+        recommend(
+            ctx,
+            id="server-buffer-pool-size-max",
+            layer="server",
+            title="Raise the buffer pool ceiling",
+            target="mysql:innodb_buffer_pool_size_max",
+            current=format_plan_size(ceiling),
+            proposed=format_plan_size(target),
+            rationale=f"innodb_buffer_pool_size {format_plan_size(target)} is above the "
+            f"ceiling {format_plan_size(ceiling)}: SET GLOBAL would be refused (MDEV-29445)",
+            evidence={"server.variables.innodb_buffer_pool_size_max": str(ceiling)},
+            expected_effect="the buffer pool takes the planned size",
+            effect_source="MariaDB MDEV-29445, MDEV-38671",
+            verify="SELECT @@innodb_buffer_pool_size_max, @@innodb_buffer_pool_size",
             confidence="high",
         )
     ]

@@ -35,6 +35,11 @@ class ServerVersion:
         return f"{self.major}.{self.minor}"
 
     @property
+    def release_line(self) -> str:
+        """The line a release belongs to: ``11.8``, ``9.7``, ``26.10`` (= ``series``)."""
+        return self.series
+
+    @property
     def label(self) -> str:
         """``MariaDB 10.11.19``."""
         return f"{flavor_label(self.flavor)} {self.text}"
@@ -92,26 +97,58 @@ def parse_binary_version(text: str) -> ServerVersion | None:
     return parse_server_version(m.group(1), m.group(2), raw=line)
 
 
-# MySQL's release tracks by series: 8.0 the legacy line, 8.4 and 9.7 long-term support,
-# 9.0 to 9.6 innovation releases. From July 2026 (26.7.0) MySQL numbers releases by the
-# calendar (YY.M.P), so the number alone no longer tells a track: a series absent here is
-# None (unknown), never guessed from its number.
+# Release tracks by flavor and release line, as the vendors announce them: LTS is a property
+# of a line in this table, never inferred from its number. A line absent here has no known
+# track (None): new lines are added as they are announced.
+#
+# MySQL: 8.0 the legacy line, 8.4 and 9.7 long-term support, 9.0-9.6 innovation releases. From
+# July 2026 MySQL numbers releases by the calendar (YY.M.P, 26.7.0; Oracle, 2026-06-16): the
+# announced lines are innovation releases up to 28.4, the first calendar LTS (April 2028).
+# Percona Server follows MySQL's lines.
 MYSQL_TRACKS: dict[tuple[int, int], str] = {
     (8, 0): "legacy",
     (8, 4): "lts",
     **{(9, minor): "innovation" for minor in range(7)},
     (9, 7): "lts",
+    **{line: "innovation" for line in ((26, 7), (26, 10), (27, 1), (27, 4), (27, 7), (28, 1))},
+    (28, 4): "lts",
+    (28, 7): "innovation",
+}
+# MariaDB (release model, mariadb.com/docs/release-notes/mariadb-release-model): LTS lines are
+# maintained five years (10.6, 10.11, 11.4, 11.8, 12.3); 10.7-11.2 were short-term (one year);
+# from 11.3 the others are rolling innovation releases (11.3, 11.5-11.7, 12.0-12.2).
+MARIADB_TRACKS: dict[tuple[int, int], str] = {
+    **{(10, minor): "short-term" for minor in range(7, 11)},
+    **{(11, minor): "short-term" for minor in range(3)},
+    **{(11, minor): "innovation" for minor in (3, 5, 6, 7)},
+    **{(12, minor): "innovation" for minor in range(3)},
+    **{line: "lts" for line in ((10, 6), (10, 11), (11, 4), (11, 8), (12, 3))},
+}
+RELEASE_TRACKS: dict[str, dict[tuple[int, int], str]] = {
+    "mysql": MYSQL_TRACKS,
+    "percona": MYSQL_TRACKS,
+    "mariadb": MARIADB_TRACKS,
 }
 
 
+def release_track(v: ServerVersion) -> str | None:
+    """``lts``, ``innovation``, ``short-term`` or ``legacy`` for the flavor's release line
+    of ``v``; None for a line not in ``RELEASE_TRACKS`` (unknown, never guessed)."""
+    return RELEASE_TRACKS.get(v.flavor, {}).get((v.major, v.minor))
+
+
+def is_lts(v: ServerVersion) -> bool | None:
+    """Whether ``v``'s release line is a long-term support line; None when unknown."""
+    track = release_track(v)
+    return None if track is None else track == "lts"
+
+
 def mysql_track(v: ServerVersion) -> str | None:
-    """``lts``, ``innovation`` or ``legacy`` for a MySQL (or Percona) series; None for
-    MariaDB and for series not in ``MYSQL_TRACKS`` (the calendar versions among them)."""
-    if v.flavor == "mariadb":
-        return None
-    return MYSQL_TRACKS.get((v.major, v.minor))
+    """``release_track`` for MySQL (or Percona); None for MariaDB."""
+    return None if v.flavor == "mariadb" else release_track(v)
 
 
 def calendar_version(v: ServerVersion) -> bool:
-    """Whether ``v`` is one of MySQL's calendar versions (YY.M.P, from 26.7.0)."""
-    return v.flavor != "mariadb" and v.major >= 26
+    """Whether ``v`` is one of MySQL's calendar versions (YY.M.P, from 26.7.0). MariaDB's
+    majors (10, 11, 12, ...) are never read as calendar years: the flavor decides first."""
+    return v.flavor != "mariadb" and (v.major, v.minor) >= (26, 7)

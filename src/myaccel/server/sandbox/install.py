@@ -9,7 +9,8 @@ on PATH/sbin (each flavor's binaries, in ``flavors.ADAPTERS`` order), then the M
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from myaccel import proc
 from myaccel.errors import SandboxError, ToolMissing, UsageError
 from myaccel.server.flavor import ServerVersion, binary_version_line, parse_binary_version
 from myaccel.server.flavors import ADAPTERS, Flavor, ServerFlavor, adapter_for
+from myaccel.server.sandbox.project import project_installs
 
 
 @dataclass(frozen=True)
@@ -50,23 +52,22 @@ class ServerInstall:
 def myaccel_mysql_prefix() -> Path:
     """Where scripts/ensure-mysql.sh installs MySQL 9.7 (``$MYACCEL_MYSQL_ROOT/mysql-9.7``,
     default ``/opt/myaccel/mysql-9.7``): an install prefix like any ``--basedir``."""
-    return Path(os.environ.get("MYACCEL_MYSQL_ROOT") or "/opt/myaccel") / "mysql-9.7"
+    return project_installs("mysql", "9.7")[0].prefix
 
 
-@dataclass(frozen=True)
-class _ProjectInstall:
-    """A server the project installs itself when the system has none of that flavor."""
-
-    prefix: Callable[[], Path]
-    hint: str
+_SERIES = re.compile(r"(\d+)\.(\d+)")
 
 
-_PROJECT_INSTALLS: dict[str, _ProjectInstall] = {
-    "mysql": _ProjectInstall(
-        myaccel_mysql_prefix,
-        "install MySQL 9.7 with: bash scripts/ensure-mysql.sh (or pass --basedir DIR)",
-    ),
-}
+def parse_series(text: str) -> str:
+    """``--version`` as a release line: ``11.8``, ``9.7``, ``26.7`` (a ``UsageError``
+    otherwise)."""
+    m = _SERIES.fullmatch(text.strip())
+    if m is None:
+        raise UsageError(
+            f"--version {text!r} is not a release line",
+            hint="pass MAJOR.MINOR, e.g. --version 11.8 (MariaDB) or --version 9.7 (MySQL)",
+        )
+    return f"{int(m.group(1))}.{int(m.group(2))}"
 
 
 def parse_version_output(text: str) -> ServerVersion:
@@ -159,15 +160,26 @@ def _from_basedir(basedir: Path) -> ServerInstall:
 
 
 def find_server(
-    basedir: Path | None = None, *, binary: Path | None = None, flavor: Flavor | None = None
+    basedir: Path | None = None,
+    *,
+    binary: Path | None = None,
+    flavor: Flavor | None = None,
+    series: str | None = None,
 ) -> ServerInstall:
     """The server to use: an explicit binary, a build tree (``--basedir``), or the installed
-    ``mariadbd`` then ``mysqld`` on PATH/sbin, then the MySQL that scripts/ensure-mysql.sh
-    installs; ``flavor`` keeps only servers of that flavor."""
+    ``mariadbd`` then ``mysqld`` on PATH/sbin, then the servers the project installs
+    (``project.PROJECT_INSTALLS``: MySQL 9.7, MariaDB 11.8); ``flavor`` and ``series``
+    (a release line, ``11.8``) keep only servers of that flavor and line."""
     if binary is not None:
         return _from_binary(binary)
     if basedir is not None:
-        return _from_basedir(basedir)
+        install = _from_basedir(basedir)
+        if series is not None and install.version.series != series:
+            raise UsageError(
+                f"--version {series} but {install.binary} is {install.label}",
+                hint="pass --basedir of a build of that release line, or leave out --version",
+            )
+        return install
     adapters = [adapter_for(flavor)] if flavor is not None else list(ADAPTERS)
     for ad in adapters:
         for name in ad.server_binaries:
@@ -176,25 +188,29 @@ def find_server(
                 continue
             on_path = _from_binary(Path(path))
             # Debian's mariadb-server installs /usr/sbin/mysqld as a link to mariadbd.
-            if flavor is None or on_path.flavor == flavor:
+            if (flavor is None or on_path.flavor == flavor) and (
+                series is None or on_path.version.series == series
+            ):
                 return on_path
-    for ad in adapters:
-        project = _PROJECT_INSTALLS.get(ad.name)
-        if project is None:
-            continue
-        prefix = project.prefix()
-        if _first_executable(prefix, [f"bin/{b}" for b in ad.server_binaries]) is not None:
-            return _from_basedir(prefix)
-        if flavor is not None:
-            names = " or ".join(ad.server_binaries)
-            raise ToolMissing(
-                f"no {ad.label} server found (no {names} on PATH that is {ad.label}, "
-                f"nothing in {prefix})",
-                hint=project.hint,
-            )
+    wanted = [p for ad in adapters for p in project_installs(ad.name, series)]
+    for project in wanted:
+        ad = adapter_for(project.flavor)
+        if _first_executable(project.prefix, ad.binary_candidates()) is not None:
+            return _from_basedir(project.prefix)
+    if flavor is None and series is None:
+        raise ToolMissing(
+            "no MariaDB or MySQL server binary found (looked for mariadbd, then mysqld)",
+            hint="install one with: apt-get install mariadb-server  (or pass --basedir DIR of a build)",
+        )
+    what = " ".join(x for x in ((adapters[0].label if flavor else ""), series or "") if x)
+    looked = ", ".join(str(p.prefix) for p in wanted) or "no project install of it"
+    names = " or ".join(b for ad in adapters for b in ad.server_binaries)
     raise ToolMissing(
-        "no MariaDB or MySQL server binary found (looked for mariadbd, then mysqld)",
-        hint="install one with: apt-get install mariadb-server  (or pass --basedir DIR of a build)",
+        f"no {what} server found (no {names} on PATH that is {what}; {looked})",
+        hint=wanted[0].hint
+        if wanted
+        else "pass --basedir DIR of a build of it; the project installs "
+        + ", ".join(f"{adapter_for(p.flavor).label} {p.series}" for p in project_installs()),
     )
 
 

@@ -45,7 +45,7 @@ from myaccel.server.sandbox.core import (
     SandboxCore,
     noop,
 )
-from myaccel.server.sandbox.install import ServerInstall, find_server, init_argv
+from myaccel.server.sandbox.install import ServerInstall, find_server, init_argv, parse_series
 from myaccel.server.sandbox.layout import (
     DEFAULT_NAME,
     check_requested_port,
@@ -82,8 +82,11 @@ class Sandbox(SandboxSnapshots):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         progress: Progress | None = None,
         flavor: Flavor | None = None,
+        series: str | None = None,
     ) -> Self:
         """Create a datadir, start the server, create ``sbtest`` and the benchmark user.
+        ``flavor`` and ``series`` (a release line, ``11.8``) choose among the installed
+        servers and the project's (``install.find_server``).
 
         The server is left running unless ``start`` is False. On failure nothing is left
         behind."""
@@ -103,7 +106,11 @@ class Sandbox(SandboxSnapshots):
             )
         if port is not None:  # fail before any work; checked again under the lock
             check_requested_port(port, _port_owners(cls.list_all(home=h)))
-        install = find_server(Path(basedir) if basedir is not None else None, flavor=flavor)
+        install = find_server(
+            Path(basedir) if basedir is not None else None,
+            flavor=flavor,
+            series=parse_series(series) if series is not None else None,
+        )
         if flavor is not None and install.flavor != flavor:
             raise UsageError(
                 f"--flavor {flavor} but {install.binary} is {install.label}",
