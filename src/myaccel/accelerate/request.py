@@ -12,6 +12,7 @@ from myaccel.accelerate.candidate import CandidateConfig
 from myaccel.bench.ab import AbResult
 from myaccel.bench.adaptive import AdaptiveOptions
 from myaccel.bench.compare import Comparison
+from myaccel.bench.instructions import Counting
 from myaccel.bench.profiles import Profile
 from myaccel.bench.session import BenchProgress
 from myaccel.bench.workload import Workload
@@ -67,6 +68,7 @@ class AccelerateRequest:
     build: BuildSpec | None = None  # --build: a third arm, the PGO+LTO build with the plan
     # --target: interleaved rounds until a sequential decision (bench/adaptive.py)
     adaptive: AdaptiveOptions | None = None
+    instructions: Counting | None = None  # --instructions (bench/instructions.py)
     quiet_wait_s: float | None = None  # --quiet-wait: the quiet gate of the A/B (bench/quiet.py)
 
 

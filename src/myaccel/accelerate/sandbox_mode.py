@@ -128,6 +128,7 @@ def ab_against_base(
         candidate_label="tuned",
         workload=req.workload,
         adaptive=req.adaptive,
+        instructions=req.instructions,
         harness=HarnessOptions(quiet_wait_s=req.quiet_wait_s),
     )
     if built is not None:

@@ -26,6 +26,12 @@ from myaccel.bench.adaptive import AdaptiveOptions, SequentialStop, sequential_c
 from myaccel.bench.campaign import BenchContext, measure_run, server_info, worth_running_again
 from myaccel.bench.compare import Comparison, compare_runs
 from myaccel.bench.dataset import ensure_dataset
+from myaccel.bench.instructions import (
+    Counting,
+    instruction_counts,
+    pair_figures,
+    with_instructions,
+)
 from myaccel.bench.profiles import WRITE_WORKLOADS, Profile
 from myaccel.bench.replay import check_schemas, replay_info
 from myaccel.bench.run_record import QuietGate, RunRecord
@@ -391,6 +397,8 @@ class AbRequest:
     more: tuple[Arm, ...] = ()  # further arms, by their own names
     pairs: tuple[ArmPair, ...] = ()  # comparisons beyond baseline vs candidate
     adaptive: AdaptiveOptions | None = None  # rounds until a sequential decision (adaptive.py)
+    # --instructions: each arm's instructions per transaction, beside TPS (instructions.py)
+    instructions: Counting | None = None
 
     @property
     def arms(self) -> dict[str, Arm]:
@@ -458,10 +466,27 @@ def run(req: AbRequest, progress: BenchProgress, sandbox: Sandbox | None = None)
     cmp = compare_pair(records, req.arms, main, gates)
     if stop is not None:
         cmp = sequential_comparison(cmp, stop)
+    counts = (
+        instruction_counts(
+            sb,
+            req.arms,
+            req.profile.workloads,
+            req.instructions,
+            ctx.out_dir / "instructions",
+            progress.note,
+        )
+        if req.instructions is not None
+        else {}
+    )
+    if counts:
+        cmp = with_instructions(cmp, *pair_figures(counts, req.arms, "baseline", "candidate"))
     save(ctx.out_dir / "comparison.json", cmp, private=True)
     more: dict[str, Comparison] = {}
     for pair in req.pairs:
         more[pair.name] = compare_pair(records, req.arms, pair, gates)
+        if counts:
+            figures = pair_figures(counts, req.arms, pair.baseline, pair.candidate)
+            more[pair.name] = with_instructions(more[pair.name], *figures)
         save(ctx.out_dir / f"comparison-{pair.name}.json", more[pair.name], private=True)
     return AbResult(
         comparison=cmp,

@@ -54,6 +54,24 @@ class CellResult(Frozen):
     baseline_tps: list[float] = Field(default_factory=list)
     candidate_tps: list[float] = Field(default_factory=list)
     per_txn: dict[str, CounterMedians] = Field(default_factory=dict)
+    # what gave the verdict: None = TPS; "instructions" = the instruction count of a
+    # CPU-bound cell whose TPS was inconclusive (``bench/instructions.py``)
+    decided_by: str | None = None
+
+
+class InstructionFigure(Frozen):
+    """Instructions per transaction of each arm's server for one CPU-bound workload
+    (``bench/instructions.py``): a count, not a timing; fewer is ``improved``."""
+
+    workload: str
+    events: int  # transactions per counted run
+    tool: str
+    baseline: list[float]  # instructions per transaction, one per repeat
+    candidate: list[float]
+    delta_pct: float
+    spread_pct: float  # the largest difference between the repeats of one arm
+    verdict: str
+    reason: str
 
 
 # The CellResult fields a cell's CellComparison gives under the same name.
@@ -89,6 +107,8 @@ class Comparison(Frozen):
     # the first thing every rendering says, when the figures are disturbed: the host busy
     # before the first run (the quiet gate) or most runs disturbed (``quiet.py``)
     disturbed: str | None = None
+    # ``--instructions``: the count per transaction of CPU-bound workloads, per arm
+    instructions: list[InstructionFigure] = Field(default_factory=list)
 
 
 def _mismatches(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> list[str]:
@@ -300,7 +320,7 @@ def format_markdown(cmp: Comparison) -> str:
             "-" if c.ci_low_pct is None else f"[{c.ci_low_pct:+.1f}%, {c.ci_high_pct:+.1f}%]",
             "-" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
             f"{c.n_baseline}+{c.n_candidate}",
-            c.verdict,
+            c.verdict + (" (instructions)" if c.decided_by == "instructions" else ""),
         ]
         for c in cmp.cells
     ]
@@ -326,9 +346,45 @@ def format_markdown(cmp: Comparison) -> str:
             )
     if notes:
         lines += ["", *notes]
+    if cmp.instructions:
+        lines += ["", *instruction_lines(cmp), ""]
     for w in cmp.warnings:
         lines.append(f"- warning: {w}")
     return "\n".join(lines) + "\n"
+
+
+def instruction_lines(cmp: Comparison) -> list[str]:
+    """The instruction figures as a table (markdown lines)."""
+    rows = [
+        [
+            f.workload,
+            f"{sum(f.baseline) / len(f.baseline):,.0f}",
+            f"{sum(f.candidate) / len(f.candidate):,.0f}",
+            f"{f.delta_pct:+.2f}%",
+            f"{f.spread_pct:.2f}%",
+            f"{f.events} x {len(f.baseline)}+{len(f.candidate)}",
+            f.verdict,
+        ]
+        for f in cmp.instructions
+    ]
+    tool = cmp.instructions[0].tool
+    return [
+        f"Instructions per transaction of the server ({tool}; a count, not a timing):",
+        "",
+        *markdown.table(
+            [
+                "workload",
+                cmp.baseline_label,
+                cmp.candidate_label,
+                "change",
+                "repeat spread",
+                "transactions x runs",
+                "verdict",
+            ],
+            rows,
+            "lrrrrrl",
+        ),
+    ]
 
 
 def compare_paths(baseline: Path, candidate: Path | None, *, force: bool = False) -> Comparison:

@@ -11,7 +11,13 @@ import click
 
 from myaccel import signals
 from myaccel.cli import options
-from myaccel.cli.bench import AdaptiveFlags, SweepFlags, sweep_options, sweep_profile
+from myaccel.cli.bench import (
+    AdaptiveFlags,
+    InstructionFlags,
+    SweepFlags,
+    sweep_options,
+    sweep_profile,
+)
 from myaccel.cli.common import command_line, options_into
 from myaccel.cli.progress import note
 
@@ -38,7 +44,7 @@ terminate_as_interrupt = signals.raising
 
 
 @dataclass(frozen=True, kw_only=True)
-class AbOptions(SweepFlags, AdaptiveFlags):
+class AbOptions(SweepFlags, AdaptiveFlags, InstructionFlags):
     sandbox_name: str = "default"
     baseline: str | None = None
     candidate: str | None = None
@@ -86,6 +92,7 @@ class AbOptions(SweepFlags, AdaptiveFlags):
     help="Create the sandbox given by --sandbox if it does not exist (never done silently).",
 )
 @options.adaptive
+@options.instructions
 @click.option("--candidate-label", default="candidate", hidden=True)
 @options_into(AbOptions)
 def ab(opts: AbOptions) -> None:
@@ -105,6 +112,7 @@ def ab(opts: AbOptions) -> None:
     with terminate_as_interrupt(), replay_scripts():
         prof, workload = sweep_profile(opts)
         prof, adaptive = opts.adaptive(prof, runs_given=opts.runs is not None)
+        counting = opts.counting()
         harness = opts.harness_options()
         out = Path(opts.out_dir) if opts.out_dir else None
         check_results_dir(out, kind="ab", prof=prof)
@@ -137,6 +145,7 @@ def ab(opts: AbOptions) -> None:
                 workload=workload,
                 replay=opts.replay_record(workload),
                 adaptive=adaptive,
+                instructions=counting,
             ),
             TerminalProgress(),
         )

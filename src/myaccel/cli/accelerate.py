@@ -12,7 +12,7 @@ import click
 
 from myaccel.cli import options
 from myaccel.cli.ab import render_ab, terminate_as_interrupt
-from myaccel.cli.bench import AdaptiveFlags, ProfileFlags, ReplayFlags
+from myaccel.cli.bench import AdaptiveFlags, InstructionFlags, ProfileFlags, ReplayFlags
 from myaccel.cli.common import ServerOptions, command_line, options_into, resolve, server_options
 from myaccel.cli.progress import TerminalProgress, note
 from myaccel.errors import UsageError
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the pipeline (with numpy, scipy) is imported where used, no
 
 
 @dataclass(frozen=True, kw_only=True)
-class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags, AdaptiveFlags):
+class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags, AdaptiveFlags, InstructionFlags):
     durability: str = "strict"
     out_dir: str | None = None
     server_unit: str | None = None
@@ -132,6 +132,7 @@ def _replay(
 @options.durability()
 @options.runs
 @options.adaptive
+@options.instructions
 @options.time
 @options.warmup
 @options.scale
@@ -251,6 +252,7 @@ def accelerate(opts: AccelerateOptions) -> None:
         prof = build_profile(opts.profile_options())
         build_spec = opts.build_spec()
         prof, adaptive = opts.adaptive(prof, runs_given=opts.runs is not None)
+        counting = opts.counting()
         if adaptive is not None and build_spec is not None:
             raise UsageError(
                 "--target decides between two arms; --build measures three",
@@ -300,6 +302,7 @@ def accelerate(opts: AccelerateOptions) -> None:
                 allow_ddl=opts.allow_ddl,
                 build=build_spec,
                 adaptive=adaptive,
+                instructions=counting,
                 quiet_wait_s=opts.quiet_wait,
             ),
             AccelerateProgress(),

@@ -23,6 +23,7 @@ from myaccel.errors import UsageError
 
 if TYPE_CHECKING:  # the domain is imported where used: `--help` loads none of it
     from myaccel.bench.adaptive import AdaptiveOptions
+    from myaccel.bench.instructions import Counting
     from myaccel.bench.profiles import Profile, ProfileOptions
     from myaccel.bench.run_record import RunRecord
     from myaccel.bench.session import BenchResult, HarnessOptions
@@ -129,6 +130,23 @@ class AdaptiveFlags:
         from myaccel.bench.adaptive import adaptive_profile
 
         return adaptive_profile(prof, self.target_pct, self.budget_min, runs_given=runs_given)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstructionFlags:
+    """``--instructions`` (``options.instructions``)."""
+
+    instructions: bool = False
+    instructions_events: int | None = None  # hidden: transactions per counted run (tests)
+
+    def counting(self) -> Counting | None:
+        if not self.instructions:
+            return None
+        from myaccel import proc
+        from myaccel.profile.simulate.arms import simulation_counting
+
+        proc.require("valgrind")  # before anything runs
+        return simulation_counting(self.instructions_events)
 
 
 @dataclass(frozen=True, kw_only=True)

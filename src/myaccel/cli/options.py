@@ -116,6 +116,17 @@ adaptive = compose(
         help="With --target: stop adding rounds before this many minutes of runs.",
     ),
 )
+# ``--instructions``: each arm's instruction count beside TPS (bench/instructions.py).
+instructions = compose(
+    click.option(
+        "--instructions",
+        is_flag=True,
+        help="Also count each arm's instructions per transaction of the CPU-bound workloads "
+        "under callgrind (about a minute per arm and workload): a figure noise cannot move, "
+        "which decides an inconclusive cell between builds or CPU-side knobs.",
+    ),
+    click.option("--instructions-events", type=click.IntRange(10, 1_000_000), hidden=True),
+)
 scale = click.option(
     "--scale", type=ranges.SCALE, help="Shrink rows and time (0 < F <= 1) for small machines."
 )

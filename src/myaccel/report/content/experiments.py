@@ -295,11 +295,20 @@ def cell_headline(c: CellResult, exp: Experiment) -> Headline:
         return Headline(
             f"{c.workload} @ {c.threads} threads: no gain measured ({c.reason})", c.verdict
         )
-    return Headline(
+    text = (
         f"{c.workload} @ {c.threads} threads: {pct(c.delta_pct)} TPS "
-        f"(95% CI {ci(c.ci_low_pct, c.ci_high_pct)}, p {pval(c.p_adjusted)})",
-        c.verdict,
+        f"(95% CI {ci(c.ci_low_pct, c.ci_high_pct)}, p {pval(c.p_adjusted)})"
     )
+    cmp = exp.comparison
+    figure = next((f for f in (cmp.instructions if cmp else []) if f.workload == c.workload), None)
+    if figure is not None:
+        text += (
+            f"; instructions per transaction {figure.delta_pct:+.2f}% ({figure.verdict}, "
+            f"{figure.tool})"
+        )
+    if c.decided_by == "instructions":
+        text += ": the instruction count decided, the TPS was inconclusive"
+    return Headline(text, c.verdict)
 
 
 def cell_headlines(exps: list[Experiment]) -> tuple[list[Headline], str | None]:
