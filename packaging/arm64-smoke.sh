@@ -31,7 +31,7 @@ mkdir -p "$work/debs"
 started=$SECONDS
 (cd "$work/debs" && for p in "${packages[@]}"; do
   compgen -G "${p}_*_arm64.deb" >/dev/null || compgen -G "${p}_*_all.deb" >/dev/null \
-    || apt-get download -q "$p:arm64" >/dev/null
+    || apt-get download -q -o APT::Sandbox::User=root "$p:arm64" >/dev/null
 done)
 root="$work/root"
 rm -rf "$root"
@@ -40,8 +40,9 @@ for d in "$work"/debs/*.deb; do dpkg-deb -x "$d" "$root"; done
 dpkg-deb -x "$deb" "$root"  # the package under test, into the same tree
 echo "arm64 root: $root ($(du -sh "$root" | cut -f1), $((SECONDS - started)) s)"
 
-echo "== aarch64 extension modules in the package (dpkg-deb --contents, first 5 of $(dpkg-deb --contents "$deb" | grep -c 'aarch64-linux-gnu\.so$'))"
-dpkg-deb --contents "$deb" | grep 'aarch64-linux-gnu\.so$' | awk '{print $NF}' | head -5
+modules=$(dpkg-deb --contents "$deb" | awk '/aarch64-linux-gnu\.so$/ {print $NF}')
+echo "== aarch64 extension modules in the package (dpkg-deb --contents: $(wc -l <<<"$modules"), a few of them)"
+grep -E '/(numpy/_core/_multiarray_umath|pydantic_core/_pydantic_core|scipy/special/_ufuncs|psutil/_psutil_linux|matplotlib/_path)\.' <<<"$modules"
 file -L "$root/usr/lib/myaccel/python/numpy/_core/_multiarray_umath.cpython-311-aarch64-linux-gnu.so" | sed "s|$root||"
 
 # The launcher's own #! line is /usr/bin/python3 -I: the same, through qemu, with the

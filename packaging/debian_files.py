@@ -61,25 +61,37 @@ fi
 # two are about PyPI's manylinux wheels under /usr/lib/myaccel/python, installed as their
 # projects built and tested them: rebuilding or patching them is what the bundle avoids.
 OVERRIDES = """\
-# Read by sysbench as its script argument (bench/runner.py), never run itself.
+# Read by sysbench as its script argument (bench/runner.py), never run itself; tqdm's
+# completion snippet, sourced by shells, never run (myaccel does not install it).
 myaccel: script-not-executable [usr/lib/myaccel/python/myaccel/bench/lua/myaccel_wrapper.lua]
+myaccel: script-not-executable [usr/lib/myaccel/python/tqdm/completion.sh]
 myaccel: unusual-interpreter sysbench [usr/lib/myaccel/python/myaccel/bench/lua/myaccel_wrapper.lua]
 # A test file of scipy's, never run.
 myaccel: unusual-interpreter python [usr/lib/myaccel/python/scipy/*]
+# Libraries the wheels bundle (Pillow's libjpeg, libtiff, freetype...; matplotlib's
+# freetype, PyYAML's libyaml), as PyPI ships them: the versions the wheels were tested with.
+myaccel: embedded-library *
 # scipy's wheel keeps the RUNPATH of its build machine (/opt/_internal/...), a directory no
 # Debian system has: the library it names is found through the wheel's own scipy.libs.
 myaccel: custom-library-search-path *
-# Fortran/C kernels of numpy and scipy that call no libc function (lapack_lite, _dop...).
+# Fortran/C kernels and test modules of numpy and scipy that call no libc function
+# (lapack_lite, _dop, _fpumode...): they link nothing, which is all they need.
 myaccel: library-not-linked-against-libc [usr/lib/myaccel/python/*]
+myaccel: shared-library-lacks-prerequisites [usr/lib/myaccel/python/*]
 # matplotlib's own copy of the DejaVu fonts (mpl-data): it renders the report's plots
 # with them, and finds them there only.
 myaccel: duplicate-font-file *
 myaccel: font-outside-font-dir *
 myaccel: font-in-non-font-package *
-# The licenses each distribution ships in its .dist-info (they ask to be kept with it).
+# The licenses each distribution ships in its .dist-info (they ask to be kept with it),
+# and text files the libraries read or ship in their packages (scipy's test data, notes).
 myaccel: extra-license-file [usr/lib/myaccel/python/*]
-# How the wheels' projects link and strip their binaries, and words in their strings.
+myaccel: package-contains-documentation-outside-usr-share-doc [usr/lib/myaccel/python/*]
+# How the wheels' projects build, link and strip their binaries (stripping an auditwheel-
+# repaired library can break it), and words in their strings.
+myaccel: unstripped-binary-or-object [usr/lib/myaccel/python/*]
 myaccel: hardening-no-bindnow [usr/lib/myaccel/python/*]
+myaccel: hardening-no-fortify-functions [usr/lib/myaccel/python/*]
 myaccel: binary-has-unneeded-section *
 myaccel: static-library-has-unneeded-sections *
 myaccel: spelling-error-in-binary *
@@ -149,9 +161,7 @@ def installed_size_kib(tree: Path) -> int:
     return total
 
 
-def write_control(
-    tree: Path, version: str, arch: str, relations: dict[str, str], lib: str
-) -> None:
+def write_control(tree: Path, version: str, arch: str, relations: dict[str, str], lib: str) -> None:
     """DEBIAN/control, md5sums, postinst and prerm."""
     meta = tree / "DEBIAN"
     meta.mkdir(exist_ok=True)
@@ -172,7 +182,7 @@ def write_control(
     for path in sorted(tree.rglob("*")):
         rel = path.relative_to(tree)
         if path.is_file() and not path.is_symlink() and rel.parts[0] != "DEBIAN":
-            sums.append(f"{hashlib.md5(path.read_bytes()).hexdigest()}  {rel}\n")  # noqa: S324
+            sums.append(f"{hashlib.md5(path.read_bytes()).hexdigest()}  {rel}\n")
     (meta / "md5sums").write_text("".join(sums))
     for name, body in (("postinst", POSTINST), ("prerm", PRERM)):
         script = meta / name

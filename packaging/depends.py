@@ -55,7 +55,9 @@ def check_tool_packages() -> None:
     placed = {*RECOMMENDS, *SUGGESTS, *ESSENTIAL}
     unplaced = tool_packages() - placed
     if unplaced:
-        raise SystemExit(f"packaging/depends.py: place {sorted(unplaced)} in RECOMMENDS or SUGGESTS")
+        raise SystemExit(
+            f"packaging/depends.py: place {sorted(unplaced)} in RECOMMENDS or SUGGESTS"
+        )
 
 
 def elf_files(tree: Path) -> list[Path]:
