@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, cast
 
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
@@ -79,7 +80,7 @@ def _needed(path: Path) -> tuple[set[str], set[str], str]:
         versions: set[str] = set()
         for section in elf.iter_sections():
             if isinstance(section, DynamicSection):
-                needed |= {t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"}
+                needed |= {cast(Any, t).needed for t in section.iter_tags("DT_NEEDED")}
             elif isinstance(section, GNUVerNeedSection):
                 for _, aux in section.iter_versions():
                     versions |= {a.name for a in aux if a.name.startswith("GLIBC_2.")}
