@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe fleet-test lab-test lab-arm-test
+.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe fleet-test lab-test lab-arm-test dist dist-wheel dist-amd64 dist-arm64
 
 system-deps:
 	@bash scripts/ensure-system-deps.sh
@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: venv
-	$(BIN)/ruff check src tests ansible lab
-	$(BIN)/ruff format --check src tests ansible lab
+	$(BIN)/ruff check src tests ansible lab packaging
+	$(BIN)/ruff format --check src tests ansible lab packaging
 
 typecheck: venv
 	$(BIN)/mypy
@@ -60,6 +60,30 @@ lab-test: venv
 lab-arm-test: venv
 	@bash scripts/ensure-lab-deps.sh arm64
 	timeout --signal=INT --kill-after=300 5400 $(BIN)/pytest -q -m lab_arm --timeout 3600 --durations=0 -p no:cacheprovider lab/tests
+
+# The wheel and the Debian packages for amd64 and arm64 (docs/packaging.md), in dist/:
+# each .deb bundles the pinned Python libraries (packaging/requirements.lock) from PyPI's
+# manylinux wheels for its architecture (arm64 cross-built here), then lintian checks it.
+# Not part of `make test`. `make dist-arm64` also runs packaging/arm64-smoke.sh.
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' src/myaccel/__init__.py)
+DIST_WHEEL := dist/myaccel-$(VERSION)-py3-none-any.whl
+
+dist: dist-amd64 dist-arm64
+	@ls -l dist/
+
+dist-wheel: venv
+	@bash scripts/ensure-dist-deps.sh
+	@mkdir -p build && rm -f dist/myaccel-*.whl
+	@start=$$SECONDS; $(BIN)/python -m build --wheel --outdir dist . >build/wheel.log 2>&1 \
+	  || { tail -20 build/wheel.log; exit 1; }; \
+	  echo "built $(DIST_WHEEL) in $$((SECONDS - start)) s"
+
+dist-amd64: dist-wheel
+	$(BIN)/python packaging/build_deb.py --arch amd64 --wheel $(DIST_WHEEL)
+
+dist-arm64: dist-wheel
+	$(BIN)/python packaging/build_deb.py --arch arm64 --wheel $(DIST_WHEEL)
+	bash packaging/arm64-smoke.sh dist/myaccel_$(VERSION)_arm64.deb
 
 demo: system-deps venv
 	@bash scripts/demo.sh
