@@ -140,6 +140,7 @@ def with_instructions(
             update={
                 "verdict": f.verdict,
                 "decided_by": "instructions",
+                "advice": [],
                 "reason": f"TPS inconclusive ({c.reason}); decided by the instruction count, "
                 f"as {why_decides}: {f.reason}",
             }
