@@ -200,3 +200,12 @@ def _report_of(tmp_path: Path, change: Callable[[RunRecord], RunRecord]) -> tupl
     )
     (d / "comparison.json").write_text(cmp.model_dump_json())
     return write_report([d], d, html=True, md=True)
+
+
+def test_a_flagged_run_says_what_the_server_itself_changed() -> None:
+    from myaccel.bench.campaign import _server_rows
+
+    c0 = {"Handler_write": 10, "Handler_update": 20, "Handler_delete": 5}
+    c1 = {"Handler_write": 110, "Handler_update": 220, "Handler_delete": 105}
+    assert "4.00 rows per transaction" in _server_rows(c0, c1, 100)
+    assert _server_rows({}, c1, 100) == ""  # counters not read: nothing claimed

@@ -144,6 +144,18 @@ def _shape_check(spec: RunSpec, s: RunSummary) -> str | None:
     )
 
 
+ROW_COUNTERS = ("Handler_write", "Handler_update", "Handler_delete")
+
+
+def _server_rows(c0: dict[str, int], c1: dict[str, int], transactions: int) -> str:
+    """What the server itself changed per transaction during a run the client's count
+    flagged (issue 35, defect 3: is the client's count or the workload wrong?)."""
+    if transactions <= 0 or not all(k in c0 and k in c1 for k in ROW_COUNTERS):
+        return ""
+    rows = sum(c1[k] - c0[k] for k in ROW_COUNTERS) / transactions
+    return f" (the server changed {rows:.2f} rows per transaction: {ROW_COUNTERS} deltas)"
+
+
 def ran_another_workload(rec: RunRecord) -> bool:
     """Whether ``rec`` was left out by ``_shape_check`` (its cell is worth running again)."""
     return any(NOT_THE_WORKLOAD in r for r in rec.validity.reasons)
@@ -318,7 +330,7 @@ def measure_run(
             warnings.append(f"error rate {err_rate:.1f}% of transactions")
         shape = _shape_check(spec, summary)
         if shape:
-            reasons.append(shape)
+            reasons.append(shape + _server_rows(c0, c1, summary.transactions))
     cv = _steady_cv(series, spec.warmup_s)
     if cv is not None and cv > 25:
         warnings.append(f"throughput not steady: per-second TPS CV {cv:.0f}% after warm-up")
