@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe fleet-test lab-test lab-arm-test dist dist-wheel dist-amd64 dist-arm64
+.PHONY: demo test lint typecheck unit integration system-deps venv clean bench-probe fleet-test lab-test lab-arm-test lab-package-test dist dist-wheel dist-amd64 dist-arm64
 
 system-deps:
 	@bash scripts/ensure-system-deps.sh
@@ -61,6 +61,16 @@ lab-test: venv
 lab-arm-test: venv
 	@bash scripts/ensure-lab-deps.sh arm64
 	timeout --signal=INT --kill-after=300 5400 $(BIN)/pytest -q -m lab_arm --timeout 3600 --durations=0 -p no:cacheprovider lab/tests
+
+# Issue 36, acceptance 1 (docs/lab.md, "The package in a fresh guest"): the amd64 .deb, built
+# as dist-amd64 builds it (zstd, no lintian; or MYACCEL_LAB_DEB=FILE), installed with apt in
+# a fresh guest of its own (apt pulls the Recommends from Debian through qemu's user network),
+# then doctor, probe, plan, accelerate as root and doctor, probe, plan --facts as a user. Not
+# in `make lab-test` (marker lab_package, not lab) nor in .ci/run. Bounded: SIGINT after 60
+# min (pytest then stops the guest), SIGKILL 5 minutes later.
+lab-package-test: venv
+	@bash scripts/ensure-lab-deps.sh
+	timeout --signal=INT --kill-after=300 3600 $(BIN)/pytest -q -s -m lab_package --timeout 3000 --durations=0 -p no:cacheprovider lab/tests/test_package.py
 
 # The wheel and the Debian packages for amd64 and arm64 (docs/packaging.md), in dist/:
 # each .deb bundles the pinned Python libraries (packaging/requirements.lock) from PyPI's

@@ -54,7 +54,7 @@ LABELS: dict[str, str] = {
     "row_lock_waits": "row lock waits",
     "page_reads": "pages read from disk",
     "data_reads": "data file reads",
-    "rows_inserted": "rows inserted (server)",
+    "rows_inserted": "rows written (server, with temporary tables)",
     "rows_updated": "rows updated (server)",
     "rows_deleted": "rows deleted (server)",
     "ctx_switches": "context switches (host)",
