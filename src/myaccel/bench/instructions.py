@@ -20,14 +20,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from myaccel.bench.compare import CellResult, Comparison, InstructionFigure
 from myaccel.server.optionfile import read_option_file
 
 if TYPE_CHECKING:
-    from myaccel.bench.ab import Arm
     from myaccel.server.sandbox import Sandbox
+
+
+class Arm(Protocol):
+    """What this module reads of an A/B arm (``ab.Arm``, which imports this module)."""
+
+    @property
+    def config(self) -> Path | None: ...
+    @property
+    def sets(self) -> dict[str, str]: ...
+    @property
+    def basedir(self) -> Path | None: ...
+
 
 # the cells whose transactions are CPU work on a dataset in memory
 CPU_BOUND_WORKLOADS = ("oltp_read_only", "oltp_point_select")
@@ -155,7 +166,7 @@ def with_instructions(
 Counter = Callable[[str, str, Path], tuple[float, int]]
 # what counts them for a campaign's sandbox and arms (``profile/simulate/arms.py``: the
 # bench layer does not import the profiler; the commands hand it in)
-Counting = Callable[["Sandbox", Mapping[str, "Arm"], Callable[[str], None]], Counter]
+Counting = Callable[["Sandbox", Mapping[str, Arm], Callable[[str], None]], Counter]
 
 SERVER_GROUPS = ("mysqld", "server", "mariadb", "mariadbd")
 

@@ -12,7 +12,7 @@ from myaccel.profile.simulate.request import SIMULATION_SETTINGS, SimulationRequ
 from myaccel.profile.simulate.run import simulate
 
 if TYPE_CHECKING:
-    from myaccel.bench.ab import Arm
+    from myaccel.bench.instructions import Arm
     from myaccel.server.sandbox import Sandbox
 
 
