@@ -39,7 +39,7 @@ def _comparison() -> Comparison:
 def test_the_verdict_follows_the_repeats_spread(
     base: list[float], cand: list[float], verdict: str
 ) -> None:
-    f = instruction_figure("oltp_read_only", 300, base, cand)
+    f = instruction_figure("oltp_read_only", 300, base, cand, tool="callgrind")
     assert f.verdict == verdict
     assert f.delta_pct == pytest.approx(
         100 * (sum(cand) / 2 - sum(base) / 2) / (sum(base) / 2), abs=1e-3
@@ -64,7 +64,7 @@ def test_an_inconclusive_cell_is_decided_only_when_the_figure_may() -> None:
     cmp = _comparison()
     cell = cmp.cells[0].model_copy(update={"verdict": "inconclusive", "reason": "CI spans 0"})
     cmp = cmp.model_copy(update={"cells": [cell]})
-    fig = instruction_figure(cell.workload, 300, [1e6, 1e6], [9e5, 9.01e5])
+    fig = instruction_figure(cell.workload, 300, [1e6, 1e6], [9e5, 9.01e5], tool="callgrind")
     shown = with_instructions(cmp, [fig], None)
     assert shown.cells[0].verdict == "inconclusive" and shown.instructions == [fig]
     decided = with_instructions(cmp, [fig], "the arms differ by their server build")
@@ -89,7 +89,7 @@ def test_the_arms_are_counted_in_abba_order(tmp_path: Path) -> None:
     arms = {n: Arm(n) for n in ("baseline", "candidate")} | {
         "build": Arm("build", basedir=tmp_path)
     }
-    figs, why = pair_figures(got, arms, "candidate", "build")
+    figs, why = pair_figures(got, arms, "candidate", "build", "callgrind")
     assert figs[0].baseline == [902.0, 905.0] and figs[0].events == 300
     assert why == "the arms differ by their server build"
 
@@ -106,3 +106,33 @@ def test_the_simulation_runs_the_arms_own_cpu_side_knobs() -> None:
     got = arm_simulation_settings(ahi)
     assert got is not None and "loose-performance_schema" not in got
     assert got["innodb_adaptive_hash_index"] == "0"  # the others stay the simulation's
+
+
+SYSROOTS = Path(__file__).parents[1] / "fixtures" / "sysroots"
+PERFSTAT = Path(__file__).parents[1] / "fixtures" / "perfstat"
+
+
+def test_the_pmu_counts_where_one_counts_instructions_else_callgrind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from myaccel import proc
+    from myaccel.facts.sysroot import Sysroot
+    from myaccel.profile.perfstat.arms import counting_for, has_pmu
+
+    assert has_pmu(Sysroot(str(SYSROOTS / "graviton2-m6g")))
+    assert has_pmu(Sysroot(str(SYSROOTS / "kunpeng920-2s")))
+    assert not has_pmu(Sysroot(str(SYSROOTS / "this-vm")))
+    monkeypatch.setattr(proc, "require", lambda name: f"/usr/bin/{name}")
+    assert counting_for(100, Sysroot(str(SYSROOTS / "graviton2-m6g"))).tool.startswith("perf")
+    assert counting_for(100, Sysroot(str(SYSROOTS / "this-vm"))).tool.startswith("callgrind")
+
+
+def test_instructions_per_transaction_from_perf_stat() -> None:
+    from myaccel.errors import ProcessFailed
+    from myaccel.profile.perfstat.arms import instructions_per_transaction
+
+    assert instructions_per_transaction("123456789,,instructions,1000,100.00,,\n", 1000) == (
+        pytest.approx(123456.789)
+    )
+    with pytest.raises(ProcessFailed, match="did not count instructions"):  # a VM: no PMU
+        instructions_per_transaction((PERFSTAT / "vm-cycles-instructions.csv").read_text(), 10)

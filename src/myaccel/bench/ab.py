@@ -478,14 +478,15 @@ def run(req: AbRequest, progress: BenchProgress, sandbox: Sandbox | None = None)
         if req.instructions is not None
         else {}
     )
+    tool = req.instructions.tool if req.instructions is not None else ""
     if counts:
-        cmp = with_instructions(cmp, *pair_figures(counts, req.arms, "baseline", "candidate"))
+        cmp = with_instructions(cmp, *pair_figures(counts, req.arms, "baseline", "candidate", tool))
     save(ctx.out_dir / "comparison.json", cmp, private=True)
     more: dict[str, Comparison] = {}
     for pair in req.pairs:
         more[pair.name] = compare_pair(records, req.arms, pair, gates)
         if counts:
-            figures = pair_figures(counts, req.arms, pair.baseline, pair.candidate)
+            figures = pair_figures(counts, req.arms, pair.baseline, pair.candidate, tool)
             more[pair.name] = with_instructions(more[pair.name], *figures)
         save(ctx.out_dir / f"comparison-{pair.name}.json", more[pair.name], private=True)
     return AbResult(

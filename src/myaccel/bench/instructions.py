@@ -19,6 +19,7 @@ server build or by knobs in ``CPU_SIDE_KNOBS``; otherwise it is shown and TPS de
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -65,8 +66,6 @@ CPU_SIDE_KNOBS = frozenset(
     }
 )
 
-TOOL_LABEL = "callgrind, one client thread"
-
 
 def _spread_pct(counts: Sequence[float]) -> float:
     lo, hi = min(counts), max(counts)
@@ -79,7 +78,7 @@ def instruction_figure(
     baseline: Sequence[float],
     candidate: Sequence[float],
     *,
-    tool: str = TOOL_LABEL,
+    tool: str,
 ) -> InstructionFigure:
     """One workload's counts per arm (instructions per transaction of each repeat) and
     the verdict: fewer instructions is ``improved``, more is ``regressed``, a difference
@@ -164,9 +163,17 @@ def with_instructions(
 
 # (arm name, workload, out dir) -> (instructions per transaction, events)
 Counter = Callable[[str, str, Path], tuple[float, int]]
-# what counts them for a campaign's sandbox and arms (``profile/simulate/arms.py``: the
-# bench layer does not import the profiler; the commands hand it in)
-Counting = Callable[["Sandbox", Mapping[str, Arm], Callable[[str], None]], Counter]
+
+
+@dataclass(frozen=True)
+class Counting:
+    """What counts them for a campaign's sandbox and arms: callgrind
+    (``profile/simulate/arms.py``) or the PMU (``profile/perfstat/arms.py``); the bench
+    layer does not import the profiler, the commands hand it in."""
+
+    tool: str  # as the figure names it
+    make: Callable[[Sandbox, Mapping[str, Arm], Callable[[str], None]], Counter]
+
 
 SERVER_GROUPS = ("mysqld", "server", "mariadb", "mariadbd")
 
@@ -203,15 +210,15 @@ def instruction_counts(
             + "): no instruction figure"
         )
         return {}
-    return measure(list(arms), wls, counting(sb, arms, note), out_dir, note)
+    return measure(list(arms), wls, counting.make(sb, arms, note), out_dir, note)
 
 
 def pair_figures(
-    counts: Counts, arms: Mapping[str, Arm], baseline: str, candidate: str
+    counts: Counts, arms: Mapping[str, Arm], baseline: str, candidate: str, tool: str
 ) -> tuple[list[InstructionFigure], str | None]:
     """The figures of two arms, and why they may decide (``decides``)."""
     figures = [
-        instruction_figure(wl, per[baseline][1], per[baseline][0], per[candidate][0])
+        instruction_figure(wl, per[baseline][1], per[baseline][0], per[candidate][0], tool=tool)
         for wl, per in counts.items()
     ]
     return figures, decides(arm_settings(arms[baseline]), arm_settings(arms[candidate]))

@@ -134,7 +134,8 @@ class AdaptiveFlags:
 
 @dataclass(frozen=True, kw_only=True)
 class InstructionFlags:
-    """``--instructions`` (``options.instructions``)."""
+    """``--instructions`` (``options.instructions``): counted by the PMU where one counts
+    instructions, else by callgrind (``profile/perfstat/arms.counting_for``)."""
 
     instructions: bool = False
     instructions_events: int | None = None  # hidden: transactions per counted run (tests)
@@ -142,11 +143,9 @@ class InstructionFlags:
     def counting(self) -> Counting | None:
         if not self.instructions:
             return None
-        from myaccel import proc
-        from myaccel.profile.simulate.arms import simulation_counting
+        from myaccel.profile.perfstat.arms import counting_for
 
-        proc.require("valgrind")  # before anything runs
-        return simulation_counting(self.instructions_events)
+        return counting_for(self.instructions_events)
 
 
 @dataclass(frozen=True, kw_only=True)

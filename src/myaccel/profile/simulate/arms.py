@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from myaccel.bench.instructions import Arm
     from myaccel.server.sandbox import Sandbox
 
+TOOL = "callgrind, one client thread"
+
 
 def simulation_counting(events: int | None = None) -> Counting:
     """``Counting`` by callgrind; ``events``: transactions per run (default: the
@@ -44,7 +46,7 @@ def simulation_counting(events: int | None = None) -> Counting:
 
         return count
 
-    return counting
+    return Counting(TOOL, counting)
 
 
 def _key(name: str) -> str:
