@@ -355,6 +355,8 @@ def _save_summary(out: Path, result: AccelerateResult, verdict: Verdict | None) 
             "ci_high_pct": cmp.geomean_ci_high_pct,
             "plan_on_clone": result.clone_plan,
         },
+        # --versions: advice only, measured on the clone's upgraded copy of the data
+        "versions": None if result.versions is None else result.versions.summary(),
         "applied": result.journal is not None,
         "journal": str(result.journal) if result.journal else None,
         "live": None if verdict is None else {**verdict.summary(), "source": LIVE_FIGURES},
