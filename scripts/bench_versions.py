@@ -79,11 +79,11 @@ def fill(customers: int, orders: int) -> list[str]:
     return [
         "INSERT INTO shop.customers SELECT seq, CONCAT('customer ', seq), "
         "CONCAT('c', seq, '@example.com'), ELT(1 + seq % 5, 'DE', 'FR', 'US', 'JP', 'BR'), "
-        f"'2024-01-01' + INTERVAL (seq % 365) DAY FROM seq_1_to_{customers}",
+        f"'2024-01-01' + INTERVAL (seq % 365) DAY FROM shop.seq_1_to_{customers}",
         f"INSERT INTO shop.orders SELECT seq, 1 + (seq * 7919) % {customers}, "
         "ELT(1 + seq % 3, 'new', 'paid', 'shipped'), (seq * 37) % 100000 / 100, "
         f"'2025-01-01' + INTERVAL (seq % 366) DAY + INTERVAL (seq % 86400) SECOND "
-        f"FROM seq_1_to_{orders}",
+        f"FROM shop.seq_1_to_{orders}",
         "ANALYZE TABLE shop.customers, shop.orders",
     ]
 

@@ -76,7 +76,7 @@ def test_versions_four_arms_on_an_upgraded_copy(
     try:
         sb.query("CREATE DATABASE shop")
         sb.query("CREATE TABLE shop.orders (id INT PRIMARY KEY, total DECIMAL(10,2))")
-        sb.query("INSERT INTO shop.orders SELECT seq, seq * 1.5 FROM seq_1_to_500")
+        sb.query("INSERT INTO shop.orders SELECT seq, seq * 1.5 FROM shop.seq_1_to_500")
         out = tmp_path / "acc"
         notes = Notes()
         res = accelerate.run(
