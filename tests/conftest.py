@@ -53,6 +53,7 @@ SLOWEST_FIRST = (
     "tests/integration/test_clone_secrets.py",
     "tests/integration/test_replay_per_request_live.py",
     "tests/integration/test_clone_live.py",
+    "tests/integration/test_versions_live.py",
 )
 
 

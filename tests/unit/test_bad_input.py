@@ -403,6 +403,12 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("accelerate-budget-alone", ["accelerate", "--budget", "5"], USAGE, "--target"),
     ("accelerate-target-build", ["accelerate", "--target", "5", "--build"], USAGE, "three"),
     ("accelerate-target-zero", ["accelerate", "--target", "0"], USAGE, "--target"),
+    (
+        "accelerate-versions-instructions",
+        ["accelerate", "--versions", "--instructions"],
+        USAGE,
+        "--instructions",
+    ),
     ("accelerate-time-overflow", ["accelerate", "--time", "99999999999"], USAGE, "--time"),
     ("accelerate-profile-missing", ["accelerate", "--profile", "nosuch"], USAGE, "nosuch"),
     ("accelerate-durability-bad", ["accelerate", "--durability", "lax"], USAGE, "--durability"),

@@ -33,6 +33,7 @@ from myaccel.accelerate.request import (
 )
 from myaccel.accelerate.rollout import LIVE_FIGURES, guarded_apply
 from myaccel.accelerate.sandbox_mode import ab_against_base
+from myaccel.accelerate.versions import VersionHeadroom, headroom_for, next_version
 from myaccel.actions import journals_dir, plan_changes
 from myaccel.actions.plan_apply import PlannedChanges, build_changes
 from myaccel.actions.session import derive_conf_dir, refuse_unfinished
@@ -56,7 +57,8 @@ from myaccel.errors import UsageError
 from myaccel.model import Facts
 from myaccel.rules.model import Plan
 from myaccel.server.connection import ConnectParams
-from myaccel.server.sandbox import Sandbox
+from myaccel.server.flavors import adapter_for
+from myaccel.server.sandbox import Sandbox, ServerInstall
 from myaccel.server.sandbox.layout import sandboxes_root
 from myaccel.units import size_or_none
 
@@ -185,6 +187,8 @@ def run_on_server(
     check_dataset(params, req)
     if build is not None:
         build.check(src, pre.restart, progress)
+    # --versions: the next release line installed here, before anything is written
+    newer = next_version(adapter_for(src.version).name, src.version) if req.versions else None
     progress.note(f"restart method: {pre.restart.describe()}")
     for p in pre.problems + pre_clone.problems:
         progress.note(f"note: {p.message} ({p.hint})")
@@ -211,9 +215,8 @@ def run_on_server(
         )
     dataset = 0 if req.workload is not None else req.profile.tables * req.profile.table_size
     # before anything is written
-    disk = check_ab_disk(
-        src, pc, arms=3 if build is not None else 2, dataset_bytes=dataset * ROW_BYTES
-    )
+    arms = 2 + (build is not None) + 3 * (newer is not None)  # the upgraded copy: one more
+    disk = check_ab_disk(src, pc, arms=arms, dataset_bytes=dataset * ROW_BYTES)
     progress.note(f"disk: {disk.describe()}")
     out = save_facts_and_plan(req, facts, plan)
     if not server.startable():
@@ -228,7 +231,9 @@ def run_on_server(
     clone_name = f"accel-{uuid.uuid4().hex[:8]}"
     progress.step(f"clone '{clone_name}' of the server")
     try:
-        cmp, scaled = _ab_on_clone(req, target, plan, pc, facts, out, clone_name, progress, build)
+        cmp, scaled, more, head = _ab_on_clone(
+            req, target, plan, pc, facts, out, clone_name, progress, build, newer
+        )
     finally:
         if not target.keep_clone and Sandbox.exists(clone_name):
             progress.note(f"removing clone '{clone_name}'")
@@ -242,6 +247,8 @@ def run_on_server(
         clone=clone_name,
         figures=[_clone_figures(scaled)],
         clone_plan=scaled.summary(),
+        more=more,
+        versions=head,
     )
     if build is not None:
         result = build.measured(result, progress)
@@ -270,7 +277,8 @@ def _ab_on_clone(
     clone_name: str,
     progress: Progress,
     build: ServerBuildHooks | None = None,
-) -> tuple[Comparison, ScaledPlan]:
+    newer: ServerInstall | None = None,
+) -> tuple[Comparison, ScaledPlan, dict[str, Comparison], VersionHeadroom | None]:
     only = plan.model_copy(update={"recommendations": pc.recs})
     made = make_clone(
         CloneRequest(source=target.params, name=clone_name, candidate_memory=plan_memory(only)),
@@ -283,10 +291,13 @@ def _ab_on_clone(
         progress.note(scaled.describe())
     cand = write_candidate(scaled.plan, facts, out / "tuned.cnf")
     progress.step("interleaved A/B on the clone: the server's configuration vs the plan")
+    head = None
     try:
         if build is not None:
-            return build.arms(req, clone_name, cand.path, out, progress), scaled
-        res = ab_against_base(req, clone_name, cand.path, out, progress)
+            return build.arms(req, clone_name, cand.path, out, progress), scaled, {}, None
+        if newer is not None:  # on the clone's copy of the data, never the server's
+            head = headroom_for(Sandbox.load(clone_name), newer)
+        res = ab_against_base(req, clone_name, cand.path, out, progress, versions=head)
     except UsageError as exc:
         # a dataset refusal on the clone names --cleanup, an option of bench and ab that
         # accelerate does not have (the pre-check cannot see a schema the account may not
@@ -296,7 +307,7 @@ def _ab_on_clone(
         raise UsageError(
             exc.message, hint=_DATASET_HINT.format(have="the clone's copy of it")
         ) from exc
-    return res.comparison, scaled
+    return res.comparison, scaled, res.more, head
 
 
 def _clone_figures(scaled: ScaledPlan) -> str:
@@ -344,6 +355,8 @@ def _save_summary(out: Path, result: AccelerateResult, verdict: Verdict | None) 
             "ci_high_pct": cmp.geomean_ci_high_pct,
             "plan_on_clone": result.clone_plan,
         },
+        # --versions: advice only, measured on the clone's upgraded copy of the data
+        "versions": None if result.versions is None else result.versions.summary(),
         "applied": result.journal is not None,
         "journal": str(result.journal) if result.journal else None,
         "live": None if verdict is None else {**verdict.summary(), "source": LIVE_FIGURES},

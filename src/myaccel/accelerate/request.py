@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from myaccel.accelerate.build_arm import BuildSpec, BuiltServer
 from myaccel.accelerate.candidate import CandidateConfig
+from myaccel.accelerate.versions import VersionHeadroom
 from myaccel.bench.ab import AbResult
 from myaccel.bench.adaptive import AdaptiveOptions
 from myaccel.bench.compare import Comparison
@@ -70,6 +71,9 @@ class AccelerateRequest:
     adaptive: AdaptiveOptions | None = None
     instructions: Counting | None = None  # --instructions (bench/instructions.py)
     quiet_wait_s: float | None = None  # --quiet-wait: the quiet gate of the A/B (bench/quiet.py)
+    # --versions: the next release line installed here, on an upgraded copy of the data
+    # (as it is and with the plan), as two more arms of the campaign (versions.py)
+    versions: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ class AccelerateResult:
     clone_plan: dict[str, object] | None = None
     swap_journal: Path | None = None  # --build --swap-binary on an existing server
     swap_live: dict[str, object] | None = None  # the guard's windows over that swap
+    versions: VersionHeadroom | None = None  # --versions: the versions and the advice
 
 
 class Progress(BenchProgress, Protocol):

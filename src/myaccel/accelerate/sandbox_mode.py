@@ -24,11 +24,19 @@ from myaccel.accelerate.request import (
     Progress,
     SandboxTarget,
 )
+from myaccel.accelerate.versions import (
+    VersionHeadroom,
+    headroom_for,
+    next_version,
+    sandbox_version,
+    save_headroom,
+    version_arms,
+)
 from myaccel.bench import ab
 from myaccel.bench.replay import create_schemas
 from myaccel.bench.session import HarnessOptions
 from myaccel.errors import UsageError
-from myaccel.server.sandbox import Sandbox
+from myaccel.server.sandbox import Sandbox, ServerInstall, find_server
 
 
 def _dataset_hint(name: str) -> str:
@@ -44,6 +52,7 @@ def run_on_sandbox(
 ) -> AccelerateResult:
     name = target.name
     create = ab.sandbox_needs_creation(name, create=target.create, explicit=target.explicit)
+    newer = _newer_version(name, create, target.basedir) if req.versions else None
     # made or loaded once here, then passed on (the A/B, the swap)
     sb = ab.open_sandbox(name, create=create, basedir=target.basedir, note=progress.note)
     if not create and req.workload is None and sb.is_running():
@@ -84,8 +93,9 @@ def run_on_sandbox(
     )
     for r in cand.applied:
         progress.note(f"  {r.id}: {r.target} {r.current} -> {r.proposed}")
+    head = headroom_for(sb, newer) if newer is not None else None
     try:
-        result = ab_against_base(req, sb, cand.path, out, progress, built=built)
+        result = ab_against_base(req, sb, cand.path, out, progress, built=built, versions=head)
     except UsageError as exc:
         if "--cleanup" not in exc.hint:  # bench's option: accelerate has none
             raise
@@ -102,7 +112,18 @@ def run_on_sandbox(
         journal=journal,
         more=result.more,
         build=built,
+        versions=head,
     )
+
+
+def _newer_version(name: str, create: bool, basedir: Path | None) -> ServerInstall:
+    """``--versions``: the next release line installed here, found before the sandbox is
+    made or anything runs (a ``ToolMissing`` with the install hint when there is none)."""
+    if create:
+        install = find_server(basedir)
+        return next_version(install.flavor, install.version)
+    sb = Sandbox.load(name)
+    return next_version(sb.state.flavor, sandbox_version(sb))
 
 
 def ab_against_base(
@@ -113,6 +134,7 @@ def ab_against_base(
     progress: Progress,
     *,
     built: BuiltServer | None = None,
+    versions: VersionHeadroom | None = None,
 ) -> ab.AbResult:
     """The interleaved A/B of ``accelerate``: the sandbox's base configuration against the
     ``candidate`` option file (and, with ``built``, the build with it as a third arm), in
@@ -134,6 +156,13 @@ def ab_against_base(
     if built is not None:
         abreq = three_arms(abreq, built)
         progress.step("three arms, interleaved: distro defaults, distro + plan, build + plan")
+    if versions is not None:
+        abreq = version_arms(abreq, versions)
+        save_headroom(out, versions)
+        for line in versions.advice():
+            progress.note(f"version: {line}")
+        c, n = versions.current_label, versions.newer_label
+        progress.step(f"four arms, interleaved: {c} as is, {c} + plan, {n} as is, {n} + plan")
     result = ab.run(abreq, progress, sandbox=sb)
     progress.ab_done(result)
     ab.require_valid_arms(result.records, result.out_dir)

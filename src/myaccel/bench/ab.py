@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from myaccel import proc, signals
 from myaccel.actions.effective import durability_knobs
@@ -69,6 +69,10 @@ class Arm:
     sets: dict[str, str] = field(default_factory=dict)
     basedir: Path | None = None
     launch: tuple[str, ...] = ()  # argv prefix the arm's server starts under (tune: taskset)
+    # the snapshot holding the arm's own copy of the data (a ``DatasetMaker``'s: the dataset
+    # upgraded for a newer version); None: the campaign's dataset (``SNAPSHOT``)
+    dataset: str | None = None
+    newer: bool = False  # basedir is a newer release line that upgraded ``dataset``
 
     def describe(self) -> dict[str, Any]:
         digest = None
@@ -81,23 +85,45 @@ class Arm:
             "sets": dict(self.sets),
             "basedir": str(self.basedir) if self.basedir else None,
             **({"launch": list(self.launch)} if self.launch else {}),
+            **({"dataset": self.dataset} if self.dataset else {}),
             # the durability knobs this arm changes (what its figures trade for speed)
             **({"durability": trades} if trades else {}),
         }
 
     def options(self) -> ServerOptions:
         """What the sandbox starts with for this arm."""
-        return ServerOptions(self.config, self.sets, self.basedir)
+        return ServerOptions(self.config, self.sets, self.basedir, newer=self.newer)
+
+    @property
+    def data(self) -> str:
+        """The snapshot the arm's data comes from."""
+        return self.dataset or SNAPSHOT
 
     def key(
         self,
-    ) -> tuple[str | None, tuple[tuple[str, str], ...], str | None, tuple[str, ...]]:
+    ) -> tuple[str | None, tuple[tuple[str, str], ...], str | None, tuple[str, ...], str]:
         return (
             str(self.config) if self.config else None,
             tuple(sorted(self.sets.items())),
             str(self.basedir) if self.basedir else None,
             self.launch,
+            self.data,
         )
+
+
+class DatasetMaker(Protocol):
+    """An arm's own copy of the campaign's dataset, made once the dataset snapshot is
+    saved (``accelerate.versions.UpgradedDataset``: the copy upgraded by a newer server)."""
+
+    @property
+    def snapshot(self) -> str:
+        """The snapshot it saves (the arms that run on it name it as ``Arm.dataset``)."""
+        ...
+
+    def make(self, sb: Sandbox, base: str, note: Callable[[str], None]) -> None:
+        """From snapshot ``base`` (the dataset), save ``snapshot``; the server is left
+        stopped."""
+        ...
 
 
 def make_arm(name: str, config: str | None, sets: Sequence[str], basedir: str | None) -> Arm:
@@ -213,7 +239,7 @@ def run_campaign(
 ) -> list[RunRecord]:
     sb, prof = plan.sandbox, plan.profile
     snaps: dict[str, str] = {}
-    if any(is_write(w) for w, _ in prof.cells):
+    if any(is_write(w) for w, _ in prof.cells) or own_data(plan.arms):
         snaps = arm_snapshots(sb, plan.arms, plan.event)
     try:
         # the server is stopped here: all the CPU in use is other processes'
@@ -230,6 +256,12 @@ def is_write(workload: str) -> bool:
     return workload in WRITE_WORKLOADS or workload.endswith(".lua")
 
 
+def own_data(arms: dict[str, Arm]) -> bool:
+    """Whether some arm runs on data of its own: then every arm restores its snapshot when
+    the data on disk is another arm's, read-only runs too."""
+    return any(a.dataset is not None for a in arms.values())
+
+
 def arm_snapshots(sb: Sandbox, arms: dict[str, Arm], note: Callable[[str], None]) -> dict[str, str]:
     """Per arm, the dataset snapshot as the arm's server leaves it: started once on the
     arm's options (a redo log of another size is created then), stopped cleanly, its redo
@@ -241,7 +273,7 @@ def arm_snapshots(sb: Sandbox, arms: dict[str, Arm], note: Callable[[str], None]
     for i, (name, arm) in enumerate(arms.items()):
         snap = f"{SNAPSHOT}-arm{i}"
         sb.stop()
-        sb.snapshot_restore(SNAPSHOT)
+        sb.snapshot_restore(arm.data)
         sb.start(arm.options(), wrapper=arm.launch, owner=arm_owner())
         sb.stop()
         written = densify_redo(sb.datadir)
@@ -270,6 +302,7 @@ def _interleaved_runs(
     total = prof.runs_per_arm * len(names) * len(prof.cells)
     n = 0
     order = interleaved_order(names, prof.runs_per_arm)
+    on_disk = plan.arms[names[-1]].data if snaps else None  # arm_snapshots' last copy
     for visit, arm_name in enumerate(order):
         arm = plan.arms[arm_name]
         rnd = visit // len(names)
@@ -283,10 +316,13 @@ def _interleaved_runs(
             )
             writes = is_write(w)
             for attempt in range(2):
-                if writes or current != arm.key():
+                # another arm's data (an upgraded copy) is restored for read-only runs too
+                restore = writes or (bool(snaps) and on_disk != arm.data)
+                if restore or current != arm.key():
                     sb.stop()
-                    if writes:
+                    if restore:
                         sb.snapshot_restore(snaps[arm_name])
+                        on_disk = arm.data
                     sb.start(arm.options(), wrapper=arm.launch, owner=arm_owner())
                     current = arm.key()
                     ctx.server_pid = sb.pid
@@ -350,6 +386,22 @@ def arm_owner() -> ProcessOwner:
     return ProcessOwner.this_process("an A/B")
 
 
+def restore_base_data(
+    sb: Sandbox, made: Sequence[DatasetMaker], note: Callable[[str], None]
+) -> None:
+    """After a campaign with arms on data of their own (an upgraded copy the sandbox's
+    server refuses): the campaign's dataset back in the datadir, those copies deleted."""
+    with signals.shielded():
+        sb.stop()
+        names = {s.name for s in sb.snapshot_list()}
+        if SNAPSHOT in names:
+            sb.snapshot_restore(SNAPSHOT)
+            note("the sandbox's datadir is back on the dataset snapshot (its own version's)")
+        for m in made:
+            if m.snapshot in names:
+                sb.snapshot_delete(m.snapshot)
+
+
 def restore_base_config(sb: Sandbox, note: Callable[[str], None]) -> None:
     """Put the sandbox back on its own (base) configuration, signals held meanwhile."""
     with signals.shielded():
@@ -399,6 +451,7 @@ class AbRequest:
     adaptive: AdaptiveOptions | None = None  # rounds until a sequential decision (adaptive.py)
     # --instructions: each arm's instructions per transaction, beside TPS (instructions.py)
     instructions: Counting | None = None
+    datasets: tuple[DatasetMaker, ...] = ()  # arms' own copies of the data (Arm.dataset)
 
     @property
     def arms(self) -> dict[str, Arm]:
@@ -458,6 +511,8 @@ def run(req: AbRequest, progress: BenchProgress, sandbox: Sandbox | None = None)
     try:
         ctx = _measure(sb, req, progress, stop)
     finally:
+        if req.datasets:
+            restore_base_data(sb, req.datasets, progress.note)
         restore_base_config(sb, progress.note)
     finish_campaign(ctx)
     records = ctx.records
@@ -475,7 +530,8 @@ def run(req: AbRequest, progress: BenchProgress, sandbox: Sandbox | None = None)
             ctx.out_dir / "instructions",
             progress.note,
         )
-        if req.instructions is not None
+        # never on arms with data of their own: a newer server would upgrade the data on disk
+        if req.instructions is not None and not own_data(req.arms)
         else {}
     )
     tool = req.instructions.tool if req.instructions is not None else ""
@@ -581,6 +637,8 @@ def _measure(
     ready = prepare_snapshot(
         sb, req.profile, req.baseline, harness=h, workload=req.workload, note=progress.note
     )
+    for maker in req.datasets:
+        maker.make(sb, SNAPSHOT, progress.note)
     setup = CampaignSetup(
         kind="ab",
         command=req.command,

@@ -20,6 +20,7 @@ from myaccel.errors import UsageError
 if TYPE_CHECKING:  # the pipeline (with numpy, scipy) is imported where used, not by `--help`
     from myaccel import accelerate as pipeline
     from myaccel.bench.ab import AbResult
+    from myaccel.bench.adaptive import AdaptiveOptions
     from myaccel.bench.profiles import Profile
     from myaccel.bench.workload import Workload
 
@@ -42,6 +43,7 @@ class AccelerateOptions(ServerOptions, ProfileFlags, ReplayFlags, AdaptiveFlags,
     swap_binary: bool = False
     allow_ddl: bool = False
     quiet_wait: float = 60.0
+    versions: bool = False
 
     def build_spec(self) -> pipeline.BuildSpec | None:
         """``--build`` and its options, checked (the training profile must exist)."""
@@ -227,6 +229,14 @@ def _replay(
     "unit (--server-unit, or found) too, after the plan and only if build + plan beat "
     "distro + plan on the clone, guarded like the plan. Journaled (`myaccel rollback`).",
 )
+@click.option(
+    "--versions",
+    is_flag=True,
+    help="Also measure the next release line of the server's flavor installed here "
+    "(e.g. MariaDB 11.8 for 10.11) on a copy of the same data upgraded with the flavor's "
+    "tool, as it is and with the plan: two more arms of the same interleaved campaign, on "
+    "the sandbox or the existing server's clone. Advice only: nothing is upgraded.",
+)
 @options_into(AccelerateOptions)
 def accelerate(opts: AccelerateOptions) -> None:
     """Probe, benchmark the defaults, plan, apply the plan's server layer, benchmark again
@@ -253,12 +263,7 @@ def accelerate(opts: AccelerateOptions) -> None:
         build_spec = opts.build_spec()
         prof, adaptive = opts.adaptive(prof, runs_given=opts.runs is not None)
         counting = opts.counting()
-        if adaptive is not None and build_spec is not None:
-            raise UsageError(
-                "--target decides between two arms; --build measures three",
-                hint="drop --target (--runs sets the runs per arm), or measure the build "
-                "with `myaccel ab --candidate-basedir DIR --target PCT`",
-            )
+        _refuse_combinations(opts, build_spec, adaptive)
         conn = opts.conn
         target: pipeline.SandboxTarget | pipeline.ExistingServer
         if conn.given and conn.sandbox is None:
@@ -304,10 +309,13 @@ def accelerate(opts: AccelerateOptions) -> None:
                 adaptive=adaptive,
                 instructions=counting,
                 quiet_wait_s=opts.quiet_wait,
+                versions=opts.versions,
             ),
             AccelerateProgress(),
         )
         out = result.out_dir
+        if result.versions is not None:
+            _echo_versions(result)
         if result.build is not None:
             b = result.build
             how = "reused" if b.reused else f"built in {b.wall_s / 60:.1f} min"
@@ -336,6 +344,59 @@ def accelerate(opts: AccelerateOptions) -> None:
             extra.append(result.build.manifest)
         report_after_run([out, *extra], out)
         click.echo(f"results: {out}; total {(time.monotonic() - t0) / 60:.1f} min")
+
+
+def _echo_versions(result: pipeline.AccelerateResult) -> None:
+    """The version headroom in a few lines: each version arm's geometric-mean gain, and
+    what the upgrade changes (advice only)."""
+    head = result.versions
+    assert head is not None
+    click.echo(
+        f"version headroom ({head.current.label} -> {head.newer.version.label}, "
+        "on a copy of the data; nothing upgraded):"
+    )
+    for key in ("version", "version-plan", "version-plan-vs-plan"):
+        cmp = result.more.get(key)
+        if cmp is None:
+            continue
+        gain = "n/a" if cmp.geomean_delta_pct is None else f"{cmp.geomean_delta_pct:+.1f}%"
+        ci = (
+            f" [95% CI {cmp.geomean_ci_low_pct:+.1f}%, {cmp.geomean_ci_high_pct:+.1f}%]"
+            if cmp.geomean_ci_low_pct is not None and cmp.geomean_ci_high_pct is not None
+            else ""
+        )
+        verdicts = ", ".join(f"{c.workload} {c.verdict}" for c in cmp.cells)
+        click.echo(
+            f"  {cmp.candidate_label} vs {cmp.baseline_label}: geomean {gain}{ci} ({verdicts})"
+        )
+    for line in head.advice():
+        click.echo(f"  {line}")
+
+
+def _refuse_combinations(
+    opts: AccelerateOptions,
+    build_spec: pipeline.BuildSpec | None,
+    adaptive: AdaptiveOptions | None,
+) -> None:
+    """The options that cannot go together, refused before anything runs."""
+    if adaptive is not None and build_spec is not None:
+        raise UsageError(
+            "--target decides between two arms; --build measures three",
+            hint="drop --target (--runs sets the runs per arm), or measure the build "
+            "with `myaccel ab --candidate-basedir DIR --target PCT`",
+        )
+    if opts.versions and (build_spec is not None or adaptive is not None):
+        raise UsageError(
+            f"--versions adds two arms to the campaign; {'--build' if build_spec else '--target'} "
+            "cannot go with it",
+            hint="measure the versions and the build (or a --target) in two runs",
+        )
+    if opts.versions and opts.instructions:
+        raise UsageError(
+            "--instructions counts every arm on the sandbox's own data; the newer "
+            "version's arms run on an upgraded copy of it",
+            hint="measure the versions and the instruction count in two runs",
+        )
 
 
 def _echo_live(live: dict[str, object], what: str = "") -> None:

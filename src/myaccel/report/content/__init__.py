@@ -33,6 +33,7 @@ from myaccel.report.content.experiments import (
     median_ci,
     representative_run,
 )
+from myaccel.report.content.layers import LayerRow, layer_rows
 from myaccel.report.content.plans import (
     Change,
     PlanView,
@@ -65,6 +66,7 @@ class ReportContent:
     command: str | None
     experiments: list[Experiment]
     arms_tables: list[ArmsTable]  # campaigns of three or more arms
+    layers: list[LayerRow]  # an accelerate run's gain by layer: knobs, OS, build, version
     plans: list[PlanView]
     journals: list[tuple[Path, JournalData, list[Change]]]
     facts: Facts | None
@@ -106,6 +108,7 @@ def build_content(arts: Artifacts) -> ReportContent:
         command=campaign_command(exps),
         experiments=exps,
         arms_tables=arms_tables(exps),
+        layers=layer_rows(exps, plans),
         plans=plans,
         journals=journals,
         facts=facts,
@@ -128,6 +131,7 @@ __all__ = [
     "ArmPoint",
     "ArmsTable",
     "Experiment",
+    "LayerRow",
     "MicroRow",
     "ReportContent",
     "TuneView",

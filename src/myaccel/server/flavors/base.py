@@ -69,6 +69,10 @@ class ServerFlavor(ABC):
     hot_copy_privileges: ClassVar[tuple[str, ...]]
     # the option that keeps a copy from connecting to its source's primary
     skip_replica_start: ClassVar[str]
+    # the tool that upgrades a datadir once a newer server runs on it (MariaDB's
+    # mariadb-upgrade: system tables, table checks); () = the server does it itself when it
+    # starts (MySQL >= 8.0.16)
+    upgrade_names: ClassVar[tuple[str, ...]] = ()
 
     @property
     def label(self) -> str:
@@ -77,6 +81,10 @@ class ServerFlavor(ABC):
     def binary_candidates(self) -> tuple[str, ...]:
         """Where the server binary may be under an install prefix or build tree."""
         return tuple(f"{d}/{b}" for b in self.server_binaries for d in ("bin", "sbin", "libexec"))
+
+    def upgrade_candidates(self) -> tuple[str, ...]:
+        """Where the upgrade tool may be under an install prefix or build tree."""
+        return tuple(f"{d}/{n}" for n in self.upgrade_names for d in ("bin", "scripts"))
 
     def install_db_candidates(self) -> tuple[str, ...]:
         return tuple(f"{d}/{n}" for n in self.install_db_names for d in ("scripts", "bin"))

@@ -18,6 +18,7 @@ class MariaDBFlavor(ServerFlavor):
     # REPLICATION CLIENT)
     hot_copy_privileges = ("RELOAD", "PROCESS", "LOCK TABLES", "BINLOG MONITOR")
     skip_replica_start = "skip_slave_start"
+    upgrade_names = ("mariadb-upgrade", "mysql_upgrade")
 
     def admin_account_sql(self, user: str) -> list[str]:
         return [

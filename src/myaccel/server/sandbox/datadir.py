@@ -59,14 +59,23 @@ def _series(version: str) -> str:
     return parsed.series if parsed else ".".join(version.split(".")[:2])
 
 
+def series_key(series: str) -> tuple[int, ...]:
+    """``"10.11"`` as ``(10, 11)``: release lines in numeric order (``9.7 < 10.11 < 26.7``)."""
+    return tuple(int(p) for p in series.split(".") if p.isdigit())
+
+
 def check_compatible(
     name: str,
     recorded_flavor: str,
     recorded_version: str,
     install: ServerInstall,
     markers: DatadirMarkers | None = None,
+    *,
+    newer: bool = False,
 ) -> None:
-    """Refuse to run a datadir with a server of another flavor or another major.minor."""
+    """Refuse to run a datadir with a server of another flavor or another major.minor;
+    with ``newer``, a later release line of the same flavor is accepted (it upgrades the
+    datadir, one way: the version headroom runs it on a copy of the data only)."""
     v = install.version
     label = install.label
     rec_mm = _series(recorded_version)
@@ -81,7 +90,7 @@ def check_compatible(
             f"{install.binary} is {label}",
             hint=hint,
         )
-    if rec_mm != v.series:
+    if rec_mm != v.series and not (newer and series_key(v.series) > series_key(rec_mm)):
         raise SandboxError(
             f"sandbox '{name}' holds a {flavor_label(recorded_flavor)} {rec_mm} datadir "
             f"(created by {recorded_version}); {install.binary} is {label}",
@@ -95,7 +104,7 @@ def check_compatible(
         )
     if markers is not None and markers.version is not None:
         mm = ".".join(markers.version.split(".")[:2])
-        if mm != v.series:
+        if mm != v.series and not (newer and series_key(v.series) > series_key(mm)):
             raise SandboxError(
                 f"the datadir of sandbox '{name}' was made by {install.adapter.label} "
                 f"{markers.version}; {install.binary} is {label}",

@@ -62,8 +62,9 @@ class SandboxLifecycle(SandboxCore):
             )
         return install
 
-    def _compatible_install(self, basedir: str | None) -> ServerInstall:
-        """The install to run (``_install_for``), checked against the sandbox's datadir."""
+    def _compatible_install(self, basedir: str | None, *, newer: bool = False) -> ServerInstall:
+        """The install to run (``_install_for``), checked against the sandbox's datadir
+        (``newer``: a later release line of the flavor may upgrade it, ``ServerOptions``)."""
         install = self._install_for(basedir)
         check_compatible(
             self.name,
@@ -71,6 +72,7 @@ class SandboxLifecycle(SandboxCore):
             self.state.version,
             install,
             detect_datadir(self.datadir),
+            newer=newer and basedir is not None,
         )
         return install
 
@@ -134,6 +136,7 @@ class SandboxLifecycle(SandboxCore):
                 say=progress or noop,
                 wrapper=wrapper,
                 owner=owner,
+                newer=options.newer,
             )
 
     def _validate_request(
@@ -172,6 +175,7 @@ class SandboxLifecycle(SandboxCore):
         install: ServerInstall | None = None,
         wrapper: Sequence[str] = (),
         owner: ProcessOwner | None = None,
+        newer: bool = False,
     ) -> StartResult:
         t0 = time.monotonic()
         if wrapper:
@@ -184,7 +188,7 @@ class SandboxLifecycle(SandboxCore):
                 f"`myaccel sandbox destroy {self.name}` and init it again",
             )
         if install is None:
-            install = self._compatible_install(basedir)
+            install = self._compatible_install(basedir, newer=newer)
         composed = self._compose(install, Path(config) if config else None, sets)
         state, old_pid = self._probe()
         cleaned: list[str] = []

@@ -35,11 +35,15 @@ def now_iso() -> str:
 class ServerOptions:
     """What a start or restart asks the server to run with: an option file (``--config``)
     and ``--set`` values on top of the base config, and the basedir of another install of
-    the same version. Left empty: the base config (``start``), what is active (``restart``)."""
+    the same version. Left empty: the base config (``start``), what is active (``restart``).
+    ``newer``: the basedir may be a newer release line of the same flavor, started on a
+    copy of the data it upgrades (the version headroom, ``accelerate --versions``); an
+    older one is refused all the same."""
 
     config: Path | str | None = None
     sets: Mapping[str, str] | None = None
     basedir: Path | str | None = None
+    newer: bool = False
 
     @property
     def given(self) -> bool:
