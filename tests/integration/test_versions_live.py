@@ -140,3 +140,52 @@ def test_versions_four_arms_on_an_upgraded_copy(
     finally:
         if Sandbox.exists("vh"):
             Sandbox.load("vh").destroy()
+
+
+def test_a_killed_versions_campaign_leaves_no_upgraded_datadir(
+    myaccel_home: Path, mariadb118_basedir: Path
+) -> None:
+    """A campaign killed while a newer version's arm ran left the sandbox's datadir holding
+    a copy that server upgraded; the next command puts the campaign's dataset snapshot back
+    and starts the sandbox's own server on it (its 10.11 refuses the upgraded copy)."""
+    import subprocess
+    import sys
+
+    from myaccel.bench.ab import SNAPSHOT
+
+    sb = Sandbox.init("vk")
+    try:
+        sb.query("CREATE DATABASE shop")
+        sb.query("CREATE TABLE shop.orders (id INT PRIMARY KEY)")
+        sb.query("INSERT INTO shop.orders SELECT seq FROM shop.seq_1_to_300")
+        sb.stop()
+        sb.snapshot_save(SNAPSHOT)
+        # what the killed campaign did: 11.8 started on the data (upgrading it), its owner
+        # a process that is gone
+        code = (
+            "from pathlib import Path\n"
+            "from myaccel import proc\n"
+            "from myaccel.accelerate.upgrade import upgrade_argv, upgrade_tool\n"
+            "from myaccel.owner import ProcessOwner\n"
+            "from myaccel.server.sandbox import Sandbox, ServerOptions, find_server\n"
+            "sb = Sandbox.load('vk')\n"
+            f"sb.start(ServerOptions(basedir={str(mariadb118_basedir)!r}, newer=True), "
+            "owner=ProcessOwner.this_process('accelerate'))\n"
+            f"tool = upgrade_tool(find_server(Path({str(mariadb118_basedir)!r})))\n"
+            "assert tool is not None and proc.run(upgrade_argv(tool, sb), timeout_s=300).ok\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], check=False, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert "11.8" in str(Sandbox.load("vk").query("SELECT VERSION()")[0][0])
+        r = CliRunner().invoke(cli, ["sandbox", "list"])
+        assert r.exit_code == 0, r.output
+        assert "dataset snapshot back" in r.output + r.stderr, r.output + r.stderr
+        after = Sandbox.load("vk")
+        assert after.is_running()
+        assert not str(after.query("SELECT VERSION()")[0][0]).startswith("11.8")
+        assert after.query("SELECT COUNT(*) FROM shop.orders")[0][0] == 300
+    finally:
+        if Sandbox.exists("vk"):
+            Sandbox.load("vk").destroy()

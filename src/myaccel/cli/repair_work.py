@@ -23,6 +23,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -31,10 +32,13 @@ from myaccel.actions.orphans import find_orphans
 from myaccel.actions.protocol import rollback_with_restart
 from myaccel.actions.target import rollback_target
 from myaccel.clone.incomplete import MARKER as CLONE_MARKER
-from myaccel.errors import MyaccelError
+from myaccel.errors import MyaccelError, SandboxError
 from myaccel.owner import ProcessOwner
 from myaccel.paths import myaccel_home
 from myaccel.server.connection import ConnectionOptions, ConnectParams, connect
+
+if TYPE_CHECKING:
+    from myaccel.server.sandbox import Sandbox
 
 Note = Callable[[str], None]
 
@@ -112,13 +116,7 @@ def _restore_abandoned_arms(note: Note) -> None:
             from myaccel.server.sandbox import Sandbox
 
             sb = Sandbox.load(name)
-            if sb.is_running():
-                sb.restart(reset=True)
-                what = "restarted it on its base configuration"
-            else:  # killed between stopping it and starting the next arm
-                sb.forget_owner()
-                sb.start()
-                what = "started it again on its base configuration (it was left stopped)"
+            what = _put_back(sb)
             note(
                 f"note: {owner.command} (pid {owner.pid}) was killed and left sandbox "
                 f"'{name}' on the configuration it measured with; {what}"
@@ -130,6 +128,32 @@ def _restore_abandoned_arms(note: Note) -> None:
                 f"{exc}; run: "
                 f"myaccel sandbox restart {name} --base-config"
             )
+
+
+def _put_back(sb: Sandbox) -> str:
+    """The sandbox on its base configuration again; what was done. When its datadir holds
+    an arm's own data a newer server upgraded (``accelerate --versions``, killed while that
+    arm ran), its own server refuses it: the campaign's dataset snapshot goes back first."""
+    from myaccel.bench.ab import SNAPSHOT
+
+    try:
+        if sb.is_running():
+            sb.restart(reset=True)
+            return "restarted it on its base configuration"
+        sb.forget_owner()  # killed between stopping it and starting the next arm
+        sb.start()
+        return "started it again on its base configuration (it was left stopped)"
+    except SandboxError as exc:
+        if "datadir" not in exc.message or SNAPSHOT not in {s.name for s in sb.snapshot_list()}:
+            raise
+        sb.stop()
+        sb.forget_owner()
+        sb.snapshot_restore(SNAPSHOT)
+        sb.start()
+        return (
+            "put the campaign's dataset snapshot back in its datadir (it held a copy a newer "
+            "server had upgraded: " + exc.message + ") and started it on its base configuration"
+        )
 
 
 def repair_with(params: ConnectParams) -> None:
