@@ -40,7 +40,7 @@ pytestmark = [
 # The stand-in for `myaccel` on a host: state under $MYACCEL_HOME (journals/, a file
 # `server-down` makes every server command fail as a stopped server does), every call
 # appended to $MYACCEL_HOME/calls.log.
-FAKE = r'''
+FAKE = r"""
 import json, os, sys
 from pathlib import Path
 
@@ -130,7 +130,7 @@ if args[0] == "ab":
     sys.exit(0)
 sys.stderr.write(f"error: the fake myaccel does not know {args}\n")
 sys.exit(2)
-'''
+"""
 
 
 class Fleet:
@@ -284,6 +284,13 @@ def test_a_rollout_after_a_failed_canary_measures_again(tmp_path: Path) -> None:
     assert rc == 0, out[-3000:]
     assert len([c for c in f.calls("db1") if c.startswith("ab ")]) == 2
     assert len(applies(f.calls("db1"))) == 2
+    # and the report shows the host as it is now, not the first rollout's failure
+    rc, out = f.run("collect.yml")
+    assert rc == 0, out[-3000:]
+    row = next(
+        x for x in (f.fleet / "fleet-report.md").read_text().splitlines() if x.startswith("| db1")
+    )
+    assert "| applied |" in row and "failed" not in row, row
 
 
 def test_a_canary_that_cannot_be_reached_stops_its_class(tmp_path: Path) -> None:
