@@ -351,3 +351,13 @@ def test_rollback_module_uses_no_deprecated_api(tmp_path: Path) -> None:
     assert rc == 0, out[-3000:]
     assert "a warning" in out  # myaccel's own warning still reaches the output
     assert "deprecat" not in out.lower(), out[-3000:]
+
+
+def test_a_canary_left_out_of_the_run_stops_its_class(tmp_path: Path) -> None:
+    f = Fleet(tmp_path, ["db1", "db2"], {})
+    f.class_plan("db1")
+    rc, out = f.run("rollout.yml", "--limit", "db2")
+    assert rc != 0 and not applies(f.calls("db2"))
+    assert "its canary db1 (the host its reviewed plan was made on) is not in this run" in " ".join(
+        out.split()
+    )
