@@ -3,14 +3,18 @@
 Each host is `ansible_connection: local` with its own MYACCEL_HOME, its own venv (myaccel
 installed from a wheel built from this clone) and its own MariaDB sandbox standing for its
 server. The run: lint -> plan.yml (probe, classes, one reviewed plan per class) ->
-rollout.yml (canary measured by an A/B on a sandbox, then batches of one; db2's health
-check is made to fail: it is rolled back byte for byte, its class is held, the batch stops
-and db3 is never touched) -> collect.yml (drift, journals, the fleet report) -> a second
+rollout.yml with the canary's server down (the class stops, naming db1; no other host is
+measured or changed in its place) -> rollout.yml (canary measured by an A/B on a sandbox,
+then batches of one; db2's health check is made to fail: it is rolled back byte for byte,
+its class is held, the batch stops and db3 is never touched) -> collect.yml (drift,
+journals, the fleet report, written by the myaccel on the controller's PATH) -> a second
 plan + rollout that must report no change -> rollback.yml, after which every option file
-is back to its first bytes.
+is back to its first bytes. No playbook may print a deprecation warning.
 
 Usage: python ansible/tests/fleet_test.py [--keep]  (--keep leaves the work directory and
-the sandboxes for a look; FLEET_TEST_DIR chooses the work directory).
+the sandboxes for a look; FLEET_TEST_DIR chooses the work directory). A failed run keeps
+its work directory (the playbooks' logs in logs/, each sandbox's error log) and says where;
+its sandboxes are stopped. Only a passed run removes it.
 """
 
 from __future__ import annotations
@@ -100,7 +104,6 @@ def write_inventory(work: Path, wheel: Path) -> Path:
                 "myaccel_fleet_dir": str(work / "fleet"),
                 "myaccel_only": [ONLY],
                 "myaccel_batches": [1],
-                "myaccel_report_command": str(BIN / "myaccel"),
                 "myaccel_canary_workloads": ["oltp_point_select"],
                 "myaccel_canary_threads": [1],
                 "myaccel_canary_time": 1,
@@ -140,6 +143,10 @@ def playbook(work: Path, name: str, *extra: str) -> tuple[int, str, dict[str, di
         "ANSIBLE_CONFIG": str(work / "ansible.cfg"),
         "ANSIBLE_HOME": str(work / "ansible-home"),
         "PATH": f"{BIN}:{os.environ.get('PATH', '')}",
+        "ANSIBLE_DEPRECATION_WARNINGS": "True",
+        # the canary's 1 s A/B says "inconclusive" whatever the load: its quiet gate would
+        # wait up to 60 s for a busy machine to calm down (it did, 58 s, in a run here)
+        "MYACCEL_QUIET_WAIT": "0",
     }
     argv = [str(BIN / "ansible-playbook"), str(ROOT / "ansible" / "playbooks" / name), *extra]
     r = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
@@ -172,8 +179,67 @@ def lint(work: Path) -> subprocess.Popen[str]:
 
 def check(cond: bool, what: str, work: Path) -> None:
     if not cond:
-        sys.exit(f"FAILED: {what} (logs in {work / 'logs'})")
+        sys.exit(f"FAILED: {what}")
     say(f"ok: {what}")
+
+
+def flat(text: str) -> str:
+    """``text`` with its line breaks and runs of spaces made one space (the YAML callback
+    wraps long messages)."""
+    return " ".join(text.split())
+
+
+def task_output(out: str, task: str) -> str:
+    """What ansible-playbook printed for the task named ``task`` (every host, every play)."""
+    parts = re.split(r"^(?=TASK \[|PLAY \[|PLAY RECAP)", out, flags=re.M)
+    return "".join(p for p in parts if p.startswith(f"TASK [{task}"))
+
+
+def failure_lines(work: Path) -> str:
+    """The newest playbook log's failures (fatal: and [ERROR] lines) and recap."""
+    logs = sorted((work / "logs").glob("*.log"))
+    if not logs:
+        return ""
+    text = logs[-1].read_text(errors="replace")
+    lines = [x for x in text.splitlines() if x.startswith(("fatal:", "[ERROR]", "FAILED"))]
+    recap = text[text.rfind("PLAY RECAP") :] if "PLAY RECAP" in text else ""
+    return f"--- {logs[-1]} (failures, recap)\n" + "\n".join(lines[-20:]) + "\n" + recap
+
+
+def finish(work: Path, sandboxes: list[tuple[str, str]], passed: bool, keep: bool) -> None:
+    """A passed run removes its work directory (unless --keep); a failed one keeps it, logs
+    and sandboxes included (their servers stopped), and says where to look."""
+    if keep:
+        say(f"kept (--keep): {work}")
+        return
+    if passed:
+        for h, sb in sandboxes:
+            subprocess.run(
+                [str(BIN / "myaccel"), "sandbox", "destroy", sb, "--yes"],
+                env=host_env(work, h),
+                capture_output=True,
+                check=False,
+            )
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    for h, sb in sandboxes:
+        if (work / h / "home" / "sandboxes" / sb).is_dir():
+            subprocess.run(
+                [str(BIN / "myaccel"), "sandbox", "stop", sb],
+                env=host_env(work, h),
+                capture_output=True,
+                check=False,
+            )
+    print(failure_lines(work), file=sys.stderr, flush=True)
+    print(
+        f"fleet-test FAILED: work directory kept: {work}\n"
+        f"  playbook logs: {work / 'logs'}\n"
+        f"  each host's MYACCEL_HOME (journals, sandboxes and their error logs): "
+        f"{work}/HOST/home\n"
+        f"  remove it when done: rm -rf {work}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def main() -> None:  # one scenario, step by step
@@ -182,6 +248,7 @@ def main() -> None:  # one scenario, step by step
     work.mkdir(parents=True, exist_ok=True)
     (work / "logs").mkdir(exist_ok=True)
     sandboxes = [(h, f"fleet-{h}") for h in HOSTS] + [(h, f"canary-{h}") for h in HOSTS]
+    passed = False
     try:
         say(f"work directory {work}")
         sh(
@@ -217,9 +284,34 @@ def main() -> None:  # one scenario, step by step
             work,
         )
 
+        # the canary's server down: its class stops, no other host stands in silently
+        sh([str(BIN / "myaccel"), "sandbox", "stop", "fleet-db1"], env=host_env(work, "db1"))
+        rc, out, recap = playbook(work, "rollout.yml")
+        check(
+            rc != 0
+            and "its canary db1 (the host its reviewed plan was made on) failed" in flat(out)
+            and "myaccel_canary_substitute" in out,
+            "canary db1 down: rollout.yml stopped and named it",
+            work,
+        )
+        check(
+            all(
+                option_file_hashes(work, h) == before[h]
+                and not list((work / h / "home" / "journals").glob("*.json"))
+                for h in HOSTS
+            ),
+            "canary db1 down: no host measured or changed in its place",
+            work,
+        )
+        sh([str(BIN / "myaccel"), "sandbox", "start", "fleet-db1"], env=host_env(work, "db1"))
+
         rc, out, recap = playbook(work, "rollout.yml", "--diff")
         check(rc != 0, "rollout.yml stopped (db2's health check failed)", work)
-        check("innodb_log_buffer_size = 64M" in out, "--diff showed the option file", work)
+        check(
+            "innodb_log_buffer_size = 64M" in task_output(out, "Apply the plan"),
+            "--diff showed the option file the apply wrote (not only the dry run's)",
+            work,
+        )
         check(
             recap["db1"]["changed"] > 0 and recap["db1"]["failed"] == 0, "canary db1 applied", work
         )
@@ -276,21 +368,20 @@ def main() -> None:  # one scenario, step by step
             work,
         )
         print((work / "fleet" / "fleet-report.md").read_text())
+        deprecated = [
+            log.name
+            for log in sorted((work / "logs").glob("*.log"))
+            if "DEPRECATION WARNING" in log.read_text(errors="replace")
+        ]
+        check(not deprecated, f"no deprecation warning in the playbooks' output {deprecated}", work)
         lint_out, _ = linting.communicate()
         if linting.returncode != 0:
             sys.exit(f"FAILED: ansible-lint\n{lint_out[-3000:]}")
         say("ok: ansible-lint clean")
         say("passed")
+        passed = True
     finally:
-        if not keep:
-            for h, sb in sandboxes:
-                subprocess.run(
-                    [str(BIN / "myaccel"), "sandbox", "destroy", sb, "--yes"],
-                    env=host_env(work, h),
-                    capture_output=True,
-                    check=False,
-                )
-            shutil.rmtree(work, ignore_errors=True)
+        finish(work, sandboxes, passed, keep)
 
 
 if __name__ == "__main__":

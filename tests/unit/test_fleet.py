@@ -5,6 +5,7 @@ report drawn from per-host artifacts."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from test_actions import CONF_DIR, make_root
@@ -122,3 +123,69 @@ def test_fleet_report_from_host_artifacts(tmp_path: Path) -> None:
     assert "oltp_read_write/4: improved +3.5%" in text and "held after db2" in text
     assert "site check failed" in text
     assert "<style>" in html.read_text()
+
+
+def test_fleet_report_shows_each_hosts_latest_state(tmp_path: Path) -> None:
+    """Files of earlier rollouts stay beside newer ones: a host whose later apply is in
+    effect is "applied", not "failed health check" (issue 36); the newest record decides,
+    by its recorded_at, else by the file's time."""
+    klass = "x86_64__xeon__2c__24g__mariadb__10_11"
+    change = {"target": "mycnf:mysqld/innodb_log_buffer_size", "current": None, "desired": "64M"}
+    h = tmp_path / "hosts"
+
+    def at(minute: int) -> str:
+        return f"2026-11-25T05:{minute:02d}:00.000000Z"
+
+    # db1: rollout 1 failed its health check (rolled back), rollout 2 applied, collected
+    _write(h / "db1" / "probe.json", {"class": klass, "canary": True})
+    _write(
+        h / "db1" / "health.json",
+        {"error": "replication lag", "rollback": {"journals": ["/j/1.json"]}, "recorded_at": at(1)},
+    )
+    _write(
+        h / "db1" / "apply.json",
+        {"changed": True, "changes": [change], "journal": "/j/2.json", "recorded_at": at(5)},
+    )
+    _write(
+        h / "db1" / "verify.json",
+        {"verify": {"drift": []}, "journals_in_effect": ["/j/2.json"], "recorded_at": at(6)},
+    )
+    # db2: the same without recorded_at (files of an older collection): the files' times
+    _write(h / "db2" / "probe.json", {"class": klass})
+    _write(h / "db2" / "health.json", {"error": "replication lag"})
+    _write(h / "db2" / "apply.json", {"changed": True, "changes": [change], "journal": "/j/2.json"})
+    _write(h / "db2" / "verify.json", {"journals_in_effect": ["/j/2.json"]})
+    for name, t in (("health", 1000), ("apply", 2000), ("verify", 3000)):
+        os.utime(h / "db2" / f"{name}.json", (t, t))
+    # db3: applied, fleet rollback, applied again; not collected since the last apply
+    _write(h / "db3" / "probe.json", {"class": klass})
+    _write(h / "db3" / "verify.json", {"journals_in_effect": ["/j/1.json"], "recorded_at": at(2)})
+    _write(
+        h / "db3" / "rollback.json",
+        {"changed": True, "journals": ["/j/1.json"], "recorded_at": at(3)},
+    )
+    _write(
+        h / "db3" / "apply.json",
+        {"changed": True, "changes": [change], "journal": "/j/2.json", "recorded_at": at(4)},
+    )
+    # db4: applied (collected), then its health check failed in a later rollout
+    _write(h / "db4" / "probe.json", {"class": klass})
+    _write(
+        h / "db4" / "verify.json",
+        {"journals_in_effect": ["/j/1.json"], "recorded_at": at(2)},
+    )
+    _write(
+        h / "db4" / "apply.json",
+        {"changed": True, "changes": [change], "journal": "/j/2.json", "recorded_at": at(3)},
+    )
+    _write(h / "db4" / "health.json", {"error": "lag again", "recorded_at": at(4)})
+
+    rows = {r.host: r for r in build_fleet(tmp_path).hosts}
+    assert rows["db1"].status == "applied" and rows["db1"].journal == "2.json (in effect)"
+    assert rows["db1"].note == ""  # the old failure is not listed as this host's
+    assert rows["db2"].status == "applied" and rows["db2"].note == ""
+    assert rows["db3"].status == "applied" and rows["db3"].journal == "2.json (in effect)"
+    assert rows["db4"].status == "failed health check: rolled back"
+    assert rows["db4"].journal == "2.json (undone)" and rows["db4"].note == "lag again"
+    text = write_fleet_report(tmp_path)[0].read_text()
+    assert "replication lag" not in text and "lag again" in text

@@ -87,7 +87,7 @@ EXAMPLES = r"""
     sandbox: canary
     settings:
       innodb_log_buffer_size: 64M
-    out: /var/lib/myaccel/canary-ab
+    out: /var/lib/myaccel/fleet/canary/20261125T053934.000000Z
 """
 
 RETURN = r"""

@@ -62,7 +62,7 @@ def main():
             if j["status"] in _IN_EFFECT and (not p["journal"] or j["path"] == p["journal"])
         ]
         module.exit_json(changed=bool(pending), journals=pending, reverted=[])
-    journals, reverted, warnings = [], [], []
+    journals, reverted = [], []
     for _ in range(1000):  # one journal per round; bounded against a loop that never ends
         args = [*base, "--journal", p["journal"]] if p["journal"] else base
         _rc, doc, _err = run(module, args)
@@ -71,12 +71,12 @@ def main():
             break
         journals.append(doc["journal"])
         reverted += doc.get("reverted", [])
-        warnings += doc.get("warnings", [])
+        for warning in doc.get("warnings", []):
+            # module.warn, not exit_json(warnings=...): deprecated in ansible-core 2.19
+            module.warn(str(warning))
         if p["journal"]:
             break
-    module.exit_json(
-        changed=bool(journals), journals=journals, reverted=reverted, warnings=warnings
-    )
+    module.exit_json(changed=bool(journals), journals=journals, reverted=reverted)
 
 
 if __name__ == "__main__":

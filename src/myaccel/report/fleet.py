@@ -6,6 +6,11 @@ It reads the per-host artifacts the playbooks collect under ``DIR/hosts/HOST/``
 and its rollback; ``verify.json``: drift and the journals in effect; ``rollback.json``:
 the fleet rollback), the class plans under ``DIR/plans/`` and the holds under
 ``DIR/holds/``, and draws them with the report package's templates and stylesheet.
+
+A host's files come from different rollouts: its status is that of the newest record of
+what happened to it (an apply, a failed health check and its rollback, the fleet rollback),
+by the ``recorded_at`` the playbooks write (the file's time for a file without one); drift
+and journals in effect collected before that record are not taken for the present.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -31,6 +36,7 @@ class HostRow:
     host: str
     klass: str
     canary: bool
+    canary_in_place_of: str  # the canary this host stood in for (myaccel_canary_substitute)
     hardware: str
     server: str
     status: str
@@ -73,9 +79,16 @@ class _Doc(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+class _Record(_Doc):
+    """A record of something that happened to a host, with the time the playbook wrote it."""
+
+    recorded_at: datetime | None = None
+
+
 class ProbeDoc(_Doc):
     klass: str = Field(alias="class")  # required: the host is grouped by it
     canary: bool = False
+    canary_in_place_of: str | None = None  # myaccel_canary_substitute: the canary it replaced
     arch: str | None = None
     cpu_part: str | None = None
     logical_cpus: int | None = None
@@ -110,13 +123,13 @@ class ChangeDoc(_Doc):
     desired: Any = None
 
 
-class ApplyDoc(_Doc):
+class ApplyDoc(_Record):
     changed: bool = False
     changes: list[ChangeDoc] | None = None
     journal: str | None = None
 
 
-class HealthDoc(_Doc):
+class HealthDoc(_Record):
     error: str | None = None
 
 
@@ -130,12 +143,12 @@ class VerifyResultDoc(_Doc):
     drift: list[DriftDoc] | None = None
 
 
-class VerifyDoc(_Doc):
+class VerifyDoc(_Record):
     verify: VerifyResultDoc | None = None
     journals_in_effect: list[str] | None = None
 
 
-class RollbackDoc(_Doc):
+class RollbackDoc(_Record):
     changed: bool = False
     journals: list[str] | None = None
 
@@ -189,15 +202,44 @@ def _verdict(canary: CanaryDoc | None) -> str:
     return "; ".join(p.strip() for p in parts) or (canary.msg or "")
 
 
-def _status(
+Event = Literal["apply", "health", "rollback"]
+
+
+def _when(path: Path, doc: _Record | None) -> datetime | None:
+    """When the record was written: its ``recorded_at``, else the file's modification time."""
+    if doc is None:
+        return None
+    if doc.recorded_at is not None:
+        at = doc.recorded_at
+        return at if at.tzinfo else at.replace(tzinfo=UTC)
+    return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+
+
+def _latest(
     apply: ApplyDoc | None,
     health: HealthDoc | None,
     rollback: RollbackDoc | None,
-    in_effect: list[str],
-) -> str:
-    if rollback and rollback.changed:
+    times: dict[str, datetime | None],
+) -> tuple[Event | None, datetime | None]:
+    """The newest record of a change to the host (an apply that changed something, a failed
+    health check and its rollback, a fleet rollback that undid something) and its time."""
+    events: list[tuple[datetime, Event]] = []
+    if apply and apply.changed and times["apply"]:
+        events.append((times["apply"], "apply"))
+    if health and times["health"]:
+        events.append((times["health"], "health"))
+    if rollback and rollback.changed and times["rollback"]:
+        events.append((times["rollback"], "rollback"))
+    if not events:
+        return None, None
+    at, event = max(events, key=lambda e: e[0])
+    return event, at
+
+
+def _status(latest: Event | None, apply: ApplyDoc | None, in_effect: list[str]) -> str:
+    if latest == "rollback":
         return "rolled back (fleet)"
-    if health:
+    if latest == "health":
         return "failed health check: rolled back"
     if in_effect:
         return "applied"
@@ -219,13 +261,29 @@ def _host_row(hdir: Path) -> HostRow:
     canary = _read(hdir / "canary.json", CanaryDoc)
     apply = _read(hdir / "apply.json", ApplyDoc)
     health = _read(hdir / "health.json", HealthDoc)
-    verify = _read(hdir / "verify.json", VerifyDoc) or VerifyDoc()
+    verify_doc = _read(hdir / "verify.json", VerifyDoc)
     rollback = _read(hdir / "rollback.json", RollbackDoc)
-    in_effect = [Path(j).name for j in verify.journals_in_effect or []]
+    times = {
+        "apply": _when(hdir / "apply.json", apply),
+        "health": _when(hdir / "health.json", health),
+        "rollback": _when(hdir / "rollback.json", rollback),
+        "verify": _when(hdir / "verify.json", verify_doc),
+    }
+    latest, latest_at = _latest(apply, health, rollback, times)
+    verify = verify_doc or VerifyDoc()
+    collected_at = times["verify"]
     drift = [
         f"{x.target}: expected {x.expected}, found {x.actual}"
         for x in (verify.verify.drift if verify.verify else None) or []
     ]
+    in_effect = [Path(j).name for j in verify.journals_in_effect or []]
+    if latest_at is not None and (collected_at is None or collected_at < latest_at):
+        # collected before the newest change (or never): that change says what is in
+        # effect; a health check's rollback and the fleet rollback leave nothing in effect
+        in_effect = (
+            [Path(apply.journal).name] if latest == "apply" and apply and apply.journal else []
+        )
+        drift = ["not collected since the apply (collect.yml)"] if latest == "apply" else []
     changes = [
         f"{c.target}: {c.current} -> {c.desired}" for c in (apply.changes if apply else None) or []
     ]
@@ -233,15 +291,17 @@ def _host_row(hdir: Path) -> HostRow:
         host=hdir.name,
         klass=probe.klass,
         canary=probe.canary,
+        canary_in_place_of=probe.canary_in_place_of or "",
         hardware=f"{probe.arch} {probe.cpu_part}, {probe.logical_cpus} CPUs, "
         f"{probe.memory_gib} GiB",
         server=f"{probe.flavor} {probe.version}",
-        status=_status(apply, health, rollback, in_effect),
+        status=_status(latest, apply, in_effect),
         changes=changes,
         verdict=_verdict(canary),
         journal=_journal_state(apply.journal if apply else None, in_effect, rollback),
         drift=drift,
-        note=(health.error or "")[:300] if health else "",
+        # a failed health check of an earlier rollout is history, not this host's state
+        note=(health.error or "")[:300] if health and latest == "health" else "",
     )
 
 
