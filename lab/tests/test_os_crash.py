@@ -94,12 +94,13 @@ def crash_plan(myaccel_guest: Guest) -> Guest:
     return myaccel_guest
 
 
-# three points of the matrix in CI (the whole matrix: `python -m lab crash-matrix`, its
-# table in docs/safety.md): a drop-in written and not yet marked, the server down on its
-# new files, a rollback half done
+# two points of the matrix in CI (the whole matrix: `python -m lab crash-matrix`, its
+# table in docs/safety.md): a drop-in written and not yet marked, a rollback half done.
+# The server down on its new files (`apply:restart-down`, 168 s) was a third until the CI
+# budget of issue 31; the matrix still runs it.
 @pytest.mark.parametrize(
     ("phase", "point"),
-    [("apply", "changed:3"), ("apply", "restart-down"), ("rollback", "reverted:1")],
+    [("apply", "changed:3"), ("rollback", "reverted:1")],
 )
 def test_one_rollback_after_an_os_crash_puts_everything_back(
     crash_plan: Guest, phase: str, point: str
