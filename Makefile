@@ -70,7 +70,7 @@ lab-arm-test: venv
 # min (pytest then stops the guest), SIGKILL 5 minutes later.
 lab-package-test: venv
 	@bash scripts/ensure-lab-deps.sh
-	timeout --signal=INT --kill-after=300 3600 $(BIN)/pytest -q -s -m lab_package --timeout 3000 --durations=0 -p no:cacheprovider lab/tests/test_package.py
+	timeout --signal=INT --kill-after=300 3600 $(BIN)/pytest -q -m lab_package --timeout 3000 --durations=0 -p no:cacheprovider lab/tests/test_package.py
 
 # The wheel and the Debian packages for amd64 and arm64 (docs/packaging.md), in dist/:
 # each .deb bundles the pinned Python libraries (packaging/requirements.lock) from PyPI's
