@@ -71,3 +71,33 @@ def test_a_user_who_is_not_root_is_told_what_needs_root() -> None:
     code, out, _ = run("apply", "--json")
     (root,) = [n for n in json.loads(out)["commands"]["apply"] if n["need"] == "root"]
     assert root["ok"] and not root["required"]
+
+
+def test_a_debugfs_only_root_may_read_is_a_finding_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found in the lab: as a user, /sys/kernel/debug (mode 0700) made Path.is_dir raise
+    PermissionError and `doctor` exit 8; now it says debugfs is mounted for root only."""
+    real = Path.is_dir
+
+    def is_dir(self: Path) -> bool:
+        if str(self).startswith("/sys/kernel/debug"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "is_dir", is_dir)
+    code, out, err = run("apply", "--json")
+    assert code == 0, err
+    (dbg,) = [n for n in json.loads(out)["commands"]["apply"] if n["need"] == "debugfs"]
+    assert not dbg["ok"] and dbg["found"] == "mounted, readable by root only"
+
+
+def test_the_disk_line_is_said_once() -> None:
+    from myaccel.doctor.checks import Finding
+    from myaccel.doctor.needs import Need
+
+    disk = Need("disk", "disk", "room for a clone")
+    lines = fixes(
+        [Finding(disk, False, "1 GiB free"), Finding(disk, False, "1 GiB free")], "apt-get"
+    )
+    assert lines == ["free some space, or set MYACCEL_HOME to a larger disk"]

@@ -90,7 +90,10 @@ def _kernel(need: Need) -> Finding:
         ok, found = _perf_events()
         return Finding(need, ok, found)
     if need.name == "debugfs":
-        ok = Path("/sys/kernel/debug/sched").is_dir()
+        try:
+            ok = Path("/sys/kernel/debug/sched").is_dir()
+        except PermissionError:  # /sys/kernel/debug is root's only: mounted, not readable
+            return Finding(need, False, "mounted, readable by root only")
         return Finding(need, ok, "mounted" if ok else "/sys/kernel/debug/sched absent")
     if need.name == "systemd":
         ok = Path("/run/systemd/system").is_dir()
@@ -133,6 +136,9 @@ def check_commands(names: list[str]) -> dict[str, list[Finding]]:
     return out
 
 
+DISK_FIX = "free some space, or set MYACCEL_HOME to a larger disk"
+
+
 def fixes(findings: list[Finding], manager: str) -> list[str]:
     """The lines that install what is missing: one package-manager line, then the rest."""
     packages: list[str] = []
@@ -151,7 +157,7 @@ def fixes(findings: list[Finding], manager: str) -> list[str]:
             other.append("run it with sudo (or as root)")
         elif n.name == "perf events" and n.required:
             other.append("sysctl kernel.perf_event_paranoid=1 (or run as root)")
-        elif n.kind == "disk":
-            other.append("free some space, or set MYACCEL_HOME to a larger disk")
+        elif n.kind == "disk" and DISK_FIX not in other:
+            other.append(DISK_FIX)
     head = [f"{manager} install {' '.join(packages)}"] if packages else []
     return head + other
