@@ -20,6 +20,7 @@ from myaccel.builder.manifest import BuildManifest
 from myaccel.cli.main import cli
 from myaccel.server.sandbox import Sandbox
 from myaccel.server.sandbox.install import find_server
+from recorders import Notes
 
 pytestmark = pytest.mark.integration
 
@@ -56,31 +57,6 @@ def fake_build(root: Path) -> Path:
     )
     man.save(root)
     return root
-
-
-class Notes:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.ab: object = None
-
-    def note(self, message: str) -> None:
-        self.lines.append(message)
-
-    def step(self, title: str) -> None:
-        self.lines.append(f"== {title}")
-
-    def run_started(self, label: str, total_s: float) -> None:
-        self.lines.append(label)
-
-    def run_finished(self, rec: object) -> None: ...
-
-    def run_report(self, line: str) -> None: ...
-
-    def confirm(self, question: str) -> bool:
-        return True
-
-    def ab_done(self, result: object) -> None:
-        self.ab = result
 
 
 def test_accelerate_build_three_arms_and_swap(myaccel_home: Path, tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ installs it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from click.testing import CliRunner
 from myaccel.cli.main import cli
 from myaccel.knobs import Catalog
 from myaccel.server.sandbox import Sandbox
+from recorders import tree_digest
 
 pytestmark = pytest.mark.integration
 
@@ -66,16 +66,6 @@ def maria(tmp_path_factory: pytest.TempPathFactory, mariadb118_basedir: Path) ->
         yield m
     finally:
         m.sb.destroy()
-
-
-def _tree_digest(path: Path) -> dict[str, str]:
-    if not path.exists():
-        return {}
-    return {
-        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(path.rglob("*"))
-        if p.is_file()
-    }
 
 
 def test_sandbox_lifecycle(maria: Maria, mariadb118_basedir: Path) -> None:
@@ -145,7 +135,7 @@ def test_plan_apply_restart_rollback_is_byte_identical(maria: Maria, tmp_path: P
     restart_only = [n for n in applied if not srv.dynamic(n)]
     conf_d = maria.sb.dir / "conf.d"
     before = {name: maria.var(name) for name in applied}
-    before_conf = _tree_digest(conf_d)
+    before_conf = tree_digest(conf_d)
     before_cnf = (maria.sb.dir / "my.cnf").read_bytes()
 
     code, out, err = maria.run("apply", str(plan), "--sandbox", NAME, "--yes")
@@ -166,5 +156,5 @@ def test_plan_apply_restart_rollback_is_byte_identical(maria: Maria, tmp_path: P
     code, out, err = maria.run("rollback")
     assert code == 0, err
     assert {name: maria.var(name) for name in applied} == before
-    assert _tree_digest(conf_d) == before_conf
+    assert tree_digest(conf_d) == before_conf
     assert (maria.sb.dir / "my.cnf").read_bytes() == before_cnf

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from myaccel.cli.main import cli
 from myaccel.knobs import Catalog
 from myaccel.server.sandbox import Sandbox
+from recorders import tree_digest
 
 pytestmark = pytest.mark.integration
 
@@ -52,16 +53,6 @@ def my(tmp_path_factory: pytest.TempPathFactory, mysql_basedir: Path | None) -> 
         yield My(home, sb)
     finally:
         sb.destroy()
-
-
-def _tree_digest(path: Path) -> dict[str, str]:
-    if not path.exists():
-        return {}
-    return {
-        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(path.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _file_digest(path: Path) -> str | None:
@@ -129,7 +120,7 @@ def test_plan_apply_persist_rollback_is_byte_identical(my: My, tmp_path: Path) -
     auto_cnf = my.sb.datadir / "mysqld-auto.cnf"
     conf_d = my.sb.dir / "conf.d"
     before = {name: my.var(name) for name in applied}
-    before_auto, before_conf = _file_digest(auto_cnf), _tree_digest(conf_d)
+    before_auto, before_conf = _file_digest(auto_cnf), tree_digest(conf_d)
     assert before_auto is not None
 
     code, out, err = my.run("apply", str(plan), "--sandbox", NAME, "--yes", "--persist", "--force")
@@ -151,7 +142,7 @@ def test_plan_apply_persist_rollback_is_byte_identical(my: My, tmp_path: Path) -
     assert code == 0, err
     assert {name: my.var(name) for name in applied} == before
     assert _file_digest(auto_cnf) == before_auto
-    assert _tree_digest(conf_d) == before_conf
+    assert tree_digest(conf_d) == before_conf
     my.sb.query("RESET PERSIST max_connections")
     my.sb.query("SET GLOBAL max_connections = 151")
 

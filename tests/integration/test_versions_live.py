@@ -25,6 +25,7 @@ from myaccel.bench.profiles import Profile
 from myaccel.cli.main import cli
 from myaccel.server.sandbox import Sandbox, find_server
 from myaccel.server.sandbox.datadir import detect_datadir
+from recorders import Notes
 
 pytestmark = pytest.mark.integration
 
@@ -41,29 +42,6 @@ TINY = Profile(
     report_interval_s=1,
     runs_per_arm=2,
 )
-
-
-class Notes:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def note(self, message: str) -> None:
-        self.lines.append(message)
-
-    def step(self, title: str) -> None:
-        self.lines.append(f"== {title}")
-
-    def run_started(self, label: str, total_s: float) -> None:
-        self.lines.append(label)
-
-    def run_finished(self, rec: object) -> None: ...
-
-    def run_report(self, line: str) -> None: ...
-
-    def confirm(self, question: str) -> bool:
-        return True
-
-    def ab_done(self, result: object) -> None: ...
 
 
 def test_versions_four_arms_on_an_upgraded_copy(
