@@ -84,10 +84,11 @@ def test_a_true_ten_percent_is_found_in_fewer_runs_than_the_fixed_design() -> No
     median = statistics.median(runs)
     print(
         f"\ntrue +10% at CV 10%: {dict(outcomes)}; median {median:g} runs per arm to "
-        f"'improved' (sequential, at most {DESIGN.max_pairs}); the fixed paired design "
+        f"'improved' (sequential, at most {DESIGN.max_pairs}); the fixed two-arm design "
         f"needs {fixed} for 80% power"
     )
-    assert outcomes["improved"] >= 0.7 * 400, outcomes
+    # Pocock-type spending gives up a little power at the last look for early stops
+    assert outcomes["improved"] >= 0.65 * 400, outcomes
     assert outcomes["regressed"] == 0
     assert median <= fixed + 2, (median, fixed)
 
@@ -97,7 +98,16 @@ def test_a_large_effect_stops_early() -> None:
     pairs = [
         campaign(DESIGN, lognormal(rng, 0.05), lognormal(rng, 0.05, 1.5)).pairs for _ in range(50)
     ]
-    assert statistics.median(pairs) <= 6, pairs  # of at most 20
+    assert statistics.median(pairs) <= 3, pairs  # of at most 20: the first look
+    rng = np.random.default_rng(77)
+    # the effect accelerate measured here (+77%) at a noisy CV of 15%: 4 rounds, not 5+5
+    pairs = [
+        campaign(
+            SequentialDesign(alpha=0.025), lognormal(rng, 0.15), lognormal(rng, 0.15, 1.77)
+        ).pairs
+        for _ in range(200)
+    ]
+    assert statistics.median(pairs) <= 4, statistics.median(pairs)
 
 
 def test_looks_say_why_they_stopped() -> None:

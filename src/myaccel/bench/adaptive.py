@@ -136,7 +136,7 @@ def sequential_comparison(cmp: Comparison, stop: SequentialStop) -> Comparison:
     """``cmp`` with each cell's verdict the sequential design's, and why it stopped."""
     note = (
         f"sequential design (target {stop.options.target_pct:g}%, alpha 0.05 over "
-        f"{len(stop.cells)} cell(s), O'Brien-Fleming spending): stopped after "
+        f"{len(stop.cells)} cell(s), Pocock-type spending): stopped after "
         f"{stop.rounds} rounds: {stop.why or 'the campaign ended'}"
     )
     return cmp.model_copy(
