@@ -18,7 +18,7 @@ from myaccel import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.system]
 
 
 def _run(argv: list[str], **kw: object) -> str:

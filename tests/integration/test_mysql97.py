@@ -161,6 +161,7 @@ def test_ab_aa_reports_no_difference(my: My, tmp_path: Path) -> None:
         assert c["n_baseline"] == 3 and c["n_candidate"] == 3
 
 
+@pytest.mark.system
 def test_accelerate_prints_a_verdict_per_cell(my: My, tmp_path: Path) -> None:
     out = tmp_path / "acc"
     # accelerate prepares its own dataset; the A/A test's smaller one would be refused

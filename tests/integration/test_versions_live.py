@@ -27,7 +27,7 @@ from myaccel.server.sandbox import Sandbox, find_server
 from myaccel.server.sandbox.datadir import detect_datadir
 from recorders import Notes
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.system]
 
 TINY = Profile(
     name="tiny",

@@ -32,6 +32,7 @@ REC = {
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.system,
     pytest.mark.skipif(
         not (BIN / "ansible-playbook").exists(), reason="ansible-core is not installed"
     ),
