@@ -154,6 +154,33 @@ def test_wrapper_run_prints_machine_and_human_reports(sysbench: str, hook_db: li
     assert [round(i.t_s) for i in out.intervals] == [i.t_s for i in human.intervals]
 
 
+def test_each_thread_says_what_it_ran(sysbench: str, hook_db: list[str]) -> None:
+    """Issue 35, defect 3: every worker thread ends with a line of its events, its options
+    and its calls of each statement group; in a normal oltp_read_write run each group is
+    called once per event, and the text of a flagged run says so."""
+    from myaccel.bench.sysbench_myaccel import describe_threads
+
+    cp = proc.run(
+        [sysbench, str(LUA_WRAPPER), "--myaccel-workload=oltp_read_write", *hook_db, *COMMON,
+         "--time=2", "run"],
+        timeout_s=120,
+    )  # fmt: skip
+    text = cp.stdout + cp.stderr
+    assert cp.returncode == 0, text
+    out = parse_output(text, exit_code=cp.returncode)
+    assert out.failure is FailureKind.OK and out.malformed_myaccel_lines == 0, out.warnings
+    assert sorted(t.tid for t in out.threads_ran) == [0, 1]
+    assert out.summary is not None
+    assert sum(t.events for t in out.threads_ran) == out.summary.transactions
+    for t in out.threads_ran:
+        assert t.options["delete_inserts"] == 1 and t.options["skip_trx"] is False, t
+        assert set(t.calls) >= {"execute_index_updates", "execute_delete_inserts"}, t
+        assert all(n == t.events for n in t.calls.values()), t
+    said = describe_threads(out.threads_ran)
+    assert "2 thread(s)" in said and "delete_inserts=1" in said
+    assert "delete_inserts 1.00" in said and "index_updates 1.00" in said
+
+
 def test_wrapper_checkpoints_and_lua_fallback(sysbench: str, hook_db: list[str]) -> None:
     """Workload from the environment, C reporters disabled (Lua fallback text), and
     --report-checkpoints: cumulative hooks then run in the checkpoint thread too."""

@@ -669,3 +669,26 @@ def test_shuffled_fixture_lines_never_crash(lines: list[str], exit_code: int | N
 @given(data=st.binary(max_size=2000))
 def test_random_bytes_never_crash(data: bytes) -> None:
     parse_output(data)
+
+
+def test_thread_lines_are_read_and_a_skipped_group_is_said() -> None:
+    """Issue 35, defect 3: the per-thread lines are counts, not malformed reports; two
+    threads that never called the DELETE/INSERT group are said so, per event."""
+    from myaccel.bench.sysbench_myaccel import describe_threads
+
+    def line(tid: int, events: int, deletes: int) -> str:
+        return "MYACCEL " + json.dumps({
+            "v": 1, "kind": "thread", "tid": tid, "events": events,
+            "opt.delete_inserts": 1, "opt.skip_trx": False,
+            "calls.execute_index_updates": events, "calls.execute_delete_inserts": deletes,
+        })  # fmt: skip
+
+    text = "\n".join([line(0, 300, 0), line(1, 267, 0), 'MYACCEL {"kind":"thread","tid":-1}'])
+    out = parse_output(text + "\n")
+    assert [t.tid for t in out.threads_ran] == [0, 1]
+    assert out.malformed_myaccel_lines == 1  # the line without its counts
+    said = describe_threads(out.threads_ran)
+    assert "2 thread(s): 567 events" in said
+    assert "delete_inserts=1" in said and "skip_trx=False" in said
+    assert "delete_inserts 0.00" in said and "index_updates 1.00" in said
+    assert describe_threads(()) == ""

@@ -34,6 +34,7 @@ from myaccel.bench.runner import (
     process_cpu_s,
     run_argv,
 )
+from myaccel.bench.sysbench_myaccel import describe_threads
 from myaccel.bench.sysbench_output import parse_output
 from myaccel.bench.work_counters import (
     hit_ratio,
@@ -330,7 +331,11 @@ def measure_run(
             warnings.append(f"error rate {err_rate:.1f}% of transactions")
         shape = _shape_check(spec, summary)
         if shape:
-            reasons.append(shape + _server_rows(c0, c1, summary.transactions))
+            reasons.append(
+                shape
+                + _server_rows(c0, c1, summary.transactions)
+                + describe_threads(parsed.threads_ran)
+            )
     cv = _steady_cv(series, spec.warmup_s)
     if cv is not None and cv > 25:
         warnings.append(f"throughput not steady: per-second TPS CV {cv:.0f}% after warm-up")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
+from pydantic import Field
+
 from myaccel.model import Frozen
 
 SYSBENCH_OUTPUT_SCHEMA = "myaccel.sysbench-output/1"
@@ -134,6 +136,16 @@ class FatalError(Frozen):
     repeated: int = 1  # sysbench folds repeats into "(last message repeated N times)"
 
 
+class ThreadCounts(Frozen):
+    """One worker thread's ``MYACCEL {"kind":"thread",...}`` line (lua/myaccel_report.lua):
+    its events, the workload options it ran with and its calls of each statement group."""
+
+    tid: int
+    events: int
+    options: dict[str, float | bool | str] = Field(default_factory=dict)
+    calls: dict[str, int] = Field(default_factory=dict)
+
+
 class SysbenchOutput(Frozen):
     """Everything ``parse_output`` could read from one sysbench invocation."""
 
@@ -158,6 +170,7 @@ class SysbenchOutput(Frozen):
     # MYACCEL lines seen / rejected (truncated or not valid JSON)
     myaccel_lines: int = 0
     malformed_myaccel_lines: int = 0
+    threads_ran: tuple[ThreadCounts, ...] = ()
     exit_code: int | None = None
     failure: FailureKind = FailureKind.UNRECOGNIZED
     failure_reasons: tuple[str, ...] = ()

@@ -13,13 +13,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from myaccel.bench.records import FatalError, IntervalReport
+from myaccel.bench.records import FatalError, IntervalReport, ThreadCounts
 from myaccel.bench.sysbench_myaccel import (
     MYACCEL_PREFIX,
     MyaccelReport,
     interval_from_myaccel,
     interval_report,
     parse_myaccel,
+    parse_thread,
 )
 
 # printf("%f") renders NaN / infinity as "nan", "-nan", "inf".
@@ -264,6 +265,7 @@ class ParseState:
     my_cumulative: list[MyaccelReport] = field(default_factory=list)
     myaccel_lines: int = 0
     malformed_myaccel: int = 0
+    threads_ran: list[ThreadCounts] = field(default_factory=list)
     fatals: list[FatalError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     last_logged: Literal["fatal", "other"] = "other"
@@ -309,7 +311,11 @@ def read_line(line: str, st: ParseState, *, partial: bool = False) -> None:  # n
     numbers may be cut short; it is not trusted for figures."""
     if line.startswith(MYACCEL_PREFIX):
         st.myaccel_lines += 1
-        rec = parse_myaccel(line[len(MYACCEL_PREFIX) :])
+        payload = line[len(MYACCEL_PREFIX) :]
+        if '"thread"' in payload and (thread := parse_thread(payload)) is not None:
+            st.threads_ran.append(thread)
+            return
+        rec = parse_myaccel(payload)
         if rec is None:
             st.malformed_myaccel += 1
         elif rec.kind == "interval":

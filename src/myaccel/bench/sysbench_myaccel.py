@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from myaccel.bench.records import IntervalReport
+from myaccel.bench.records import IntervalReport, ThreadCounts
 from myaccel.model import same_named
 
 MYACCEL_PREFIX = "MYACCEL "
@@ -65,6 +66,57 @@ def parse_myaccel(payload: str) -> MyaccelReport | None:
         return MyaccelReport.model_validate(data)
     except ValidationError:
         return None
+
+
+def parse_thread(payload: str) -> ThreadCounts | None:
+    """A ``{"kind":"thread",...}`` line's counts, or None when ``payload`` is not one."""
+    try:
+        data = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("kind") != "thread":
+        return None
+    options = {k[4:]: v for k, v in data.items() if k.startswith("opt.") and _scalar(v)}
+    calls = {k[6:]: v for k, v in data.items() if k.startswith("calls.") and _count(v)}
+    tid, events = data.get("tid"), data.get("events")
+    if not (_count(tid) and _count(events)):
+        return None
+    return ThreadCounts(tid=tid, events=events, options=options, calls=calls)
+
+
+def _count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _scalar(v: object) -> bool:
+    return isinstance(v, str | bool | int | float)
+
+
+def describe_threads(threads: Sequence[ThreadCounts]) -> str:
+    """What the threads ran, for a run whose shape is wrong: the options they saw (each
+    value with its thread count when they differ) and each statement group's calls per
+    event (issue 35, defect 3)."""
+    if not threads:
+        return ""
+    events = sum(t.events for t in threads)
+    seen: dict[str, Counter[str]] = {}
+    for t in threads:
+        for k, v in t.options.items():
+            seen.setdefault(k, Counter())[str(v)] += 1
+    opts = ", ".join(
+        f"{k}=" + "/".join(v if len(c) == 1 else f"{v} ({n})" for v, n in c.items())
+        for k, c in seen.items()
+    )
+    names = sorted({k for t in threads for k in t.calls})
+    per_event = ", ".join(
+        f"{k.removeprefix('execute_')} {sum(t.calls.get(k, 0) for t in threads) / events:.2f}"
+        for k in names
+        if events
+    )
+    return (
+        f" (sysbench's {len(threads)} thread(s): {events} events; options {opts or 'none'}; "
+        f"calls per event: {per_event or 'none counted'})"
+    )
 
 
 def interval_report(

@@ -114,6 +114,7 @@ def parse_output(text: str | bytes, *, exit_code: int | None = None) -> Sysbench
         rows_inserted=st.rows_inserted,
         myaccel_lines=st.myaccel_lines,
         malformed_myaccel_lines=st.malformed_myaccel,
+        threads_ran=tuple(st.threads_ran),
         exit_code=exit_code,
         failure=failure,
         failure_reasons=tuple(reasons),

@@ -389,6 +389,81 @@ M.report_cumulative =
 function M.install()
   sysbench.hooks.report_intermediate = M.report_intermediate
   sysbench.hooks.report_cumulative = M.report_cumulative
+  M.instrument()
+end
+
+-- ------------------------------------------------- what each thread ran
+
+-- Issue 35, defect 3: a rare run of oltp_read_write / oltp_write_only made no DELETE and no
+-- INSERT at all (the server's own row counters agree). To tell where they went, each worker
+-- thread counts its events and its calls of the workload's statement groups, and at its end
+-- prints one line with those counts and the options it ran with:
+--
+--   MYACCEL {"v":1,"kind":"thread","tid":0,"events":567,"opt.delete_inserts":1,...,
+--            "calls.execute_delete_inserts":567,...}
+--
+-- The groups are the global functions of sysbench's oltp_common.lua that a workload's
+-- event() calls by name; a workload without them (or a script of one's own) gets only the
+-- events. The wrappers add one Lua call per group and event.
+M.GROUPS = {
+  "execute_point_selects", "execute_simple_ranges", "execute_sum_ranges",
+  "execute_order_ranges", "execute_distinct_ranges", "execute_index_updates",
+  "execute_non_index_updates", "execute_delete_inserts",
+}
+M.OPTIONS = {
+  "point_selects", "simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges",
+  "index_updates", "non_index_updates", "delete_inserts", "range_selects", "skip_trx",
+  "auto_inc", "secondary",
+}
+
+local function counted(fn, counts, name)
+  return function(...)
+    counts[name] = counts[name] + 1
+    return fn(...)
+  end
+end
+
+function M.thread_record(counts, events)
+  local f = { { "v", M.SCHEMA }, { "kind", "thread" }, { "tid", num(sysbench.tid) },
+              { "events", events } }
+  for _, name in ipairs(M.OPTIONS) do
+    local v = opt(name)
+    if v ~= nil then
+      f[#f + 1] = { "opt." .. name, v }
+    end
+  end
+  for _, name in ipairs(M.GROUPS) do
+    if counts[name] ~= nil then
+      f[#f + 1] = { "calls." .. name, counts[name] }
+    end
+  end
+  return json_object(f)
+end
+
+function M.instrument()
+  local counts, events = {}, 0
+  for _, name in ipairs(M.GROUPS) do
+    local fn = rawget(_G, name)
+    if type(fn) == "function" then
+      counts[name] = 0
+      _G[name] = counted(fn, counts, name)
+    end
+  end
+  local event = rawget(_G, "event")
+  if type(event) ~= "function" then
+    return
+  end
+  _G.event = function(...)
+    events = events + 1
+    return event(...)
+  end
+  local done = rawget(_G, "thread_done")
+  _G.thread_done = function(...)
+    pcall(function() M.emit(M.thread_record(counts, events)) end)
+    if type(done) == "function" then
+      return done(...)
+    end
+  end
 end
 
 -- ------------------------------------------------------ workload loading
