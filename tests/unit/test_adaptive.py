@@ -110,3 +110,38 @@ def test_a_target_makes_the_run_count_a_round_budget() -> None:
     assert got.runs_per_arm == 7 and opts == AdaptiveOptions(3.0, 600.0, 7)
     with pytest.raises(UsageError, match="--budget needs --target"):
         adaptive_profile(prof, None, 10.0, runs_given=False)
+
+
+def test_a_cells_first_verdict_is_final_and_its_runs_stop() -> None:
+    """Two cells: a large effect decides the first after a few rounds; the second (no
+    effect, noisy) stays open. The first is never looked at again (the look that decided
+    stands, however its later data would read) and the campaign's loop skips it."""
+    t, rng = _template(), np.random.default_rng(8)
+    other = ("oltp_read_write", 8)
+    stop = SequentialStop(AdaptiveOptions(max_rounds=10), [CELL, other])
+    records: list[RunRecord] = []
+    ran: dict[tuple[str, int], int] = {CELL: 0, other: 0}
+    for rnd in range(10):
+        for cell, effect, cv in ((CELL, 1.0, 0.05), (other, 0.0, 0.20)):
+            if stop.decided(cell):
+                continue  # what bench/ab.py's loop does with AbPlan.decided
+            ran[cell] += 1
+            sigma = math.sqrt(math.log1p(cv * cv))
+            for arm, scale in (("baseline", 1.0), ("candidate", 1.0 + effect)):
+                tps = float(1000.0 * scale * rng.lognormal(0.0, sigma))
+                rec = _run(t, arm, 1000 + rnd, tps, len(records) + 1)
+                records.append(rec.model_copy(update={"workload": cell[0], "threads": cell[1]}))
+        if stop(records):
+            break
+    first = stop.looks[CELL]
+    assert stop.decided(CELL) and first.decision == "improved", first
+    assert ran[CELL] == first.pairs < ran[other], ran  # no run of it after its verdict
+    # a later call with data that would read otherwise leaves the verdict as it was
+    flipped = [
+        r.model_copy(update={"summary": r.summary.model_copy(update={"tps": 1.0})})  # type: ignore[union-attr]
+        if (r.workload, r.threads) == CELL and r.arm == "candidate"
+        else r
+        for r in records
+    ]
+    stop(flipped)
+    assert stop.looks[CELL] is first

@@ -128,6 +128,8 @@ class AbPlan:
     ignore_errors: str | None = None
     # after each round (every arm once per cell): a reason to stop adding rounds, or None
     stop: Callable[[list[RunRecord]], str | None] | None = None
+    # whether a cell (workload, threads) has its verdict: its runs stop, the others go on
+    decided: Callable[[tuple[str, int]], bool] | None = None
     quiet_wait_s: float | None = None  # the quiet gate before the first run (quiet.py)
 
     def event(self, msg: str) -> None:
@@ -212,6 +214,8 @@ def _interleaved_runs(
         arm = plan.arms[arm_name]
         rnd = visit // len(names)
         for w, t in prof.cells:
+            if plan.decided is not None and plan.decided((w, t)):
+                continue
             spec = replace(
                 cell_spec(prof, w, t),
                 seed=plan.seed_base + rnd,  # paired: all arms of a round share the seed
@@ -587,6 +591,7 @@ def interleave(
         prewarm=ready.workload is None,
         ignore_errors=replay_ignore_errors(None, ready.workload),
         stop=stop,
+        decided=stop.decided if stop is not None else None,
         quiet_wait_s=harness.quiet_wait_s,
     )
 

@@ -3,8 +3,11 @@
 
 After every round (one run of each arm per cell, the same seed), each cell's valid runs are
 paired by seed and looked at with the design; alpha is split evenly over the cells
-(Bonferroni), so the family's chance of a false verdict stays at most alpha. When every
-cell has decided, or the next round would pass the time budget, the campaign stops; the
+(Bonferroni), so the family's chance of a false verdict stays at most alpha. A cell's first
+verdict is final: it is not looked at again and its runs stop, so the rounds after it are
+spent on the cells still open (each cell's design is its own: stopping one leaves the
+others' error rates as they were). When every cell has decided, or the next round would
+pass the time budget, the campaign stops; the
 cells' verdicts are then the sequential ones (the fixed-design Mann-Whitney verdict would
 not be valid after looking at the data to decide when to stop), and the comparison says why
 it stopped."""
@@ -87,6 +90,8 @@ class SequentialStop:
         self.rounds += 1
         design = self.design
         for cell in self.cells:
+            if self.decided(cell):
+                continue  # its first verdict stands
             base, cand = _paired(records, cell)
             if len(base) >= 2:
                 self.looks[cell] = look(design, base, cand)
@@ -105,8 +110,12 @@ class SequentialStop:
         return self.why
 
     def _open(self, cell: tuple[str, int]) -> bool:
+        return not self.decided(cell)
+
+    def decided(self, cell: tuple[str, int]) -> bool:
+        """Whether ``cell`` has its verdict (improved, regressed or no change)."""
         got = self.looks.get(cell)
-        return got is None or got.decision in ("continue", "budget")
+        return got is not None and got.decision not in ("continue", "budget")
 
 
 def _cell(c: CellResult, stop: SequentialStop) -> CellResult:
