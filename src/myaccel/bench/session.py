@@ -34,6 +34,7 @@ from myaccel.bench.run_record import (
     private_dir,
 )
 from myaccel.bench.runner import RunSpec, preflight
+from myaccel.bench.seeds import fresh_seed_base
 from myaccel.bench.workload import Workload
 from myaccel.errors import MyaccelError, NoValidRuns, UsageError
 from myaccel.paths import myaccel_home
@@ -312,7 +313,7 @@ class BenchRequest:
     harness: HarnessOptions = DEFAULT_HARNESS
     ignore_errors: str | None = None
     percentile: int = 95
-    seed: int | None = None  # None: 1000 + the repetition
+    seed: int | None = None  # run r's seed is seed + r; None: a fresh base (seeds.py)
     out_dir: Path | None = None
     prepare_only: bool = False
     # a captured workload the profile replays (``bench.replay``): its schemas are checked
@@ -383,9 +384,10 @@ def run_bench(req: BenchRequest, progress: BenchProgress) -> BenchResult | None:
     total = len(specs) * prof.runs_per_arm
     first = resume.next_run if resume is not None else 1
     n = 0
+    base = (req.seed if req.seed is not None else fresh_seed_base()) + first - 1
     for r in range(prof.runs_per_arm):
         for spec in specs:
-            s = replace(spec, seed=req.seed if req.seed is not None else 1000 + r)
+            s = replace(spec, seed=base + r)
             for attempt in range(2):
                 n += 1
                 progress.run_started(f"[{n}/{total}] {s.workload} {s.threads} thr", s.total_s)

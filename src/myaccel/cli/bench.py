@@ -309,7 +309,11 @@ sweep_options = options.compose(
 @click.command()
 @server_options
 @sweep_options
-@click.option("--seed", type=ranges.SEED, help="Random seed (default: one per run, recorded).")
+@click.option(
+    "--seed",
+    type=ranges.SEED,
+    help="The first run's random seed; run r uses SEED + r (default: a fresh base per campaign; every run's seed is recorded).",
+)
 @click.option(
     "--ignore-errors", help="sysbench --mysql-ignore-errors list (default: sysbench's own)."
 )
