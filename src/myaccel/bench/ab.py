@@ -7,9 +7,9 @@ the order rotated every round (A B C, B C A, C A B, ...), each extra comparison
 
 ``run`` is the whole of ``myaccel ab`` (and the measuring step of ``accelerate``): the
 sandbox made or loaded, the dataset and its snapshot, the interleaved runs, the sandbox
-put back on its own configuration whatever happens, and the comparison."""
+put back on its own configuration whatever happens, and the comparison. About 600 lines: the
+campaign's loop, its sandbox care and its request are one flow (the arms are in arms.py)."""
 
-# ruff: noqa: PLC0414
 from __future__ import annotations
 
 import contextlib
@@ -23,27 +23,15 @@ from myaccel import proc, signals
 from myaccel.artifacts import save
 from myaccel.bench.adaptive import AdaptiveOptions, SequentialStop, sequential_comparison
 
-# the arms (bench/arms.py), re-exported (`X as X`): ab.Arm, ab.make_arm are the A/B's vocabulary
+# the arms (bench/arms.py), re-exported through __all__: ab.Arm, ab.make_arm are the A/B's vocabulary
 from myaccel.bench.arms import (
-    SNAPSHOT as SNAPSHOT,
-)
-from myaccel.bench.arms import (
-    Arm as Arm,
-)
-from myaccel.bench.arms import (
-    DatasetMaker as DatasetMaker,
-)
-from myaccel.bench.arms import (
-    check_arm as check_arm,
-)
-from myaccel.bench.arms import (
-    durability_trades as durability_trades,
-)
-from myaccel.bench.arms import (
-    durability_warning as durability_warning,
-)
-from myaccel.bench.arms import (
-    make_arm as make_arm,
+    SNAPSHOT,
+    Arm,
+    DatasetMaker,
+    check_arm,
+    durability_trades,
+    durability_warning,
+    make_arm,
 )
 from myaccel.bench.campaign import BenchContext, measure_run, server_info, worth_running_again
 from myaccel.bench.compare import Comparison, compare_runs
@@ -602,3 +590,14 @@ def interleave(
 
     run_campaign(plan, ctx, before_run=before, after_run=progress.run_finished)
     return ctx
+
+
+__all__ = [
+    "SNAPSHOT",
+    "Arm",
+    "DatasetMaker",
+    "check_arm",
+    "durability_trades",
+    "durability_warning",
+    "make_arm",
+]

@@ -95,7 +95,7 @@ class SequentialStop:
             base, cand = _paired(records, cell)
             if len(base) >= 2:
                 self.looks[cell] = look(design, base, cand)
-        open_cells = [c for c in self.cells if self._open(c)]
+        open_cells = [c for c in self.cells if not self.decided(c)]
         if not open_cells:
             self.why = f"every cell decided after {self.rounds} rounds"
         elif self.rounds >= self.options.max_rounds:
@@ -108,9 +108,6 @@ class SequentialStop:
                     f"next round ({spent / 60:.1f} min spent in {self.rounds} rounds)"
                 )
         return self.why
-
-    def _open(self, cell: tuple[str, int]) -> bool:
-        return not self.decided(cell)
 
     def decided(self, cell: tuple[str, int]) -> bool:
         """Whether ``cell`` has its verdict (improved, regressed or no change)."""
