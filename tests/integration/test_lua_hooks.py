@@ -181,6 +181,64 @@ def test_each_thread_says_what_it_ran(sysbench: str, hook_db: list[str]) -> None
     assert "delete_inserts 1.00" in said and "index_updates 1.00" in said
 
 
+# A workload that makes LuaJIT's collector run all the time, then loads sysbench's own
+# oltp_read_write: sysbench's reading of the workload's options then always meets a
+# collection, which in a normal run happens in about 1 start in 6 (issue 35, defect 3).
+GC_STRESSED_READ_WRITE = """\
+collectgarbage("setpause", 0)
+collectgarbage("setstepmul", 100000)
+collectgarbage("collect")
+dofile(assert(package.searchpath("oltp_read_write", package.path)))
+"""
+
+
+def _gc_stressed_workload(tmp_path: Path) -> Path:
+    script = tmp_path / "gc_stressed_read_write.lua"
+    script.write_text(GC_STRESSED_READ_WRITE)
+    return script
+
+
+def test_option_defaults_survive_a_collection_while_sysbench_reads_them(
+    sysbench: str, tmp_path: Path
+) -> None:
+    """Issue 35, defect 3, its cause: sysbench 1.0.20 hands each numeric option default to C
+    as a pointer into a Lua string nothing holds; a collection while it reads them turns
+    the defaults into garbage (`help` shows "[(]", a run reads 0). The wrapper keeps those
+    strings alive, so the defaults stay what the workload declares."""
+    cp = proc.run(
+        [sysbench, str(LUA_WRAPPER), f"--myaccel-workload={_gc_stressed_workload(tmp_path)}",
+         "help"],
+        timeout_s=60,
+    )  # fmt: skip
+    text = cp.stdout + cp.stderr
+    defaults = dict(re.findall(r"--(\w+)=N .*\[([^\]]*)\]", text))
+    assert defaults, text
+    assert defaults["delete_inserts"] == "1" and defaults["index_updates"] == "1", defaults
+    assert defaults["point_selects"] == "10" and defaults["table_size"] == "10000", defaults
+    assert defaults["range_size"] == "100" and defaults["tables"] == "1", defaults
+
+
+def test_a_run_under_collections_still_runs_the_whole_transaction(
+    sysbench: str, hook_db: list[str], tmp_path: Path
+) -> None:
+    """The same stress in a real run: every thread reads delete_inserts = 1 and the run
+    makes 20 statements per transaction, 4 of them writes (without the fix: 0, and 18
+    statements with 2 writes, the shape of the runs left out as "not the workload")."""
+    cp = proc.run(
+        [sysbench, str(LUA_WRAPPER), f"--myaccel-workload={_gc_stressed_workload(tmp_path)}",
+         *hook_db, *COMMON, "--time=2", "run"],
+        timeout_s=120,
+    )  # fmt: skip
+    text = cp.stdout + cp.stderr
+    assert cp.returncode == 0, text
+    out = parse_output(text, exit_code=cp.returncode)
+    assert out.summary is not None and out.summary.transactions > 0, text
+    assert [t.options["delete_inserts"] for t in out.threads_ran] == [1, 1], out.threads_ran
+    statements = out.summary.queries_total / out.summary.transactions
+    writes = out.summary.queries_write / out.summary.transactions
+    assert 19.9 < statements < 20.1 and 3.9 < writes < 4.1, (statements, writes)
+
+
 def test_wrapper_checkpoints_and_lua_fallback(sysbench: str, hook_db: list[str]) -> None:
     """Workload from the environment, C reporters disabled (Lua fallback text), and
     --report-checkpoints: cumulative hooks then run in the checkpoint thread too."""
