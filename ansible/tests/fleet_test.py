@@ -149,13 +149,19 @@ def playbook(work: Path, name: str, *extra: str) -> tuple[int, str, dict[str, di
         "MYACCEL_QUIET_WAIT": "0",
     }
     argv = [str(BIN / "ansible-playbook"), str(ROOT / "ansible" / "playbooks" / name), *extra]
-    r = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     log = work / "logs" / f"{len(list((work / 'logs').glob('*'))) + 1:02d}-{name}.log"
-    log.write_text(r.stdout + r.stderr)
+    # written as it runs (`tail -f` it), stderr after stdout
+    with log.open("w") as out, (work / "logs" / ".stderr").open("w+") as err:
+        rc = subprocess.run(argv, env=env, stdout=out, stderr=err, text=True, check=False)
+        err.seek(0)
+        stderr = err.read()
+    stdout = log.read_text()
+    log.write_text(stdout + stderr)
+    (work / "logs" / ".stderr").unlink()
     recap: dict[str, dict[str, int]] = {}
-    for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", r.stdout, re.M):
+    for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", stdout, re.M):
         recap[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
-    return r.returncode, r.stdout, recap
+    return rc.returncode, stdout, recap
 
 
 def lint(work: Path) -> subprocess.Popen[str]:

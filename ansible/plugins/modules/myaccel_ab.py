@@ -61,6 +61,11 @@ options:
     description: Rows per table.
     type: int
     default: 100000
+  quiet_wait:
+    description:
+      - Seconds to wait for the host to be quiet before measuring (myaccel's C(--quiet-wait));
+        0 measures at once and says the figures are disturbed. Unset, myaccel's default.
+    type: float
   fail_on_regression:
     description: Fail when a cell's verdict is C(regressed).
     type: bool
@@ -121,6 +126,7 @@ def main():
             runs=dict(type="int", default=5),
             tables=dict(type="int", default=4),
             table_size=dict(type="int", default=100000),
+            quiet_wait=dict(type="float"),
             fail_on_regression=dict(type="bool", default=True),
             destroy=dict(type="bool", default=False),
             executable=dict(type="str", default="myaccel"),
@@ -140,6 +146,8 @@ def main():
     for name in ("time", "warmup", "runs", "tables"):
         args += [f"--{name}", str(p[name])]
     args += ["--table-size", str(p["table_size"])]
+    if p["quiet_wait"] is not None:
+        args += ["--quiet-wait", str(p["quiet_wait"])]
     run(module, args, parse=False)
     path = os.path.join(p["out"], "comparison.json")
     with open(path, encoding="utf-8") as f:
