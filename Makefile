@@ -49,11 +49,16 @@ test: system-deps venv lint typecheck
 system-test: system-deps venv
 	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20 -m system tests
 
-# The Ansible collection (ansible/) against three local hosts, each with its own sandbox:
-# a system test like the lab's, run by CI (.ci/run) after `make test` (about 150 s), which
-# keeps `make test` within its 25 minutes.
+# The Ansible collection (ansible/): first against three local hosts, each with its own
+# sandbox (the gates: a canary down, a failed health check, a held class; about 150 s), then
+# over real SSH against two lab guests of two hardware classes, the role installing the
+# Debian package (ansible/tests/fleet_ssh_test.py; about 23 minutes under TCG, the lab's
+# image cached or built first). A system test like the lab's, run by CI (.ci/run) after
+# `make lab-test`, which keeps `make test` within its 25 minutes.
 fleet-test: system-deps venv
 	$(BIN)/python ansible/tests/fleet_test.py
+	@bash scripts/ensure-lab-deps.sh
+	$(BIN)/python ansible/tests/fleet_ssh_test.py
 
 # The lab (docs/lab.md): a Debian 12 systemd guest under qemu (TCG), its image cached under
 # $MYACCEL_LAB_CACHE (/var/cache/myaccel-lab), myaccel's wheel installed in it, checked over

@@ -117,6 +117,8 @@ def test_fleet_report_from_host_artifacts(tmp_path: Path) -> None:
     assert rows["db1"].drift == ["mysql:x: expected 64M, found 16M"]
     assert rows["db2"].status == "failed health check: rolled back"
     assert rows["db3"].status == "unchanged"
+    # an option the file did not set reads "(not set)", not Python's None (seen over SSH)
+    assert rows["db1"].changes == ["mycnf:mysqld/innodb_log_buffer_size: (not set) -> 64M"]
     assert f.classes[0].held_by == "db2"
     md, html = write_fleet_report(tmp_path)
     text = md.read_text()

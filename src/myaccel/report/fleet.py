@@ -285,7 +285,8 @@ def _host_row(hdir: Path) -> HostRow:
         )
         drift = ["not collected since the apply (collect.yml)"] if latest == "apply" else []
     changes = [
-        f"{c.target}: {c.current} -> {c.desired}" for c in (apply.changes if apply else None) or []
+        f"{c.target}: {'(not set)' if c.current is None else c.current} -> {c.desired}"
+        for c in (apply.changes if apply else None) or []
     ]
     return HostRow(
         host=hdir.name,
