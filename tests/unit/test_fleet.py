@@ -108,7 +108,7 @@ def test_fleet_report_from_host_artifacts(tmp_path: Path) -> None:
     _write(h / "db2" / "probe.json", probe)
     _write(h / "db2" / "apply.json", {"changed": True, "changes": [change], "journal": "/j/1.json"})
     _write(h / "db2" / "health.json", {"error": "site check failed", "rollback": {}})
-    _write(h / "db3" / "probe.json", probe)
+    _write(h / "db3" / "probe.json", {**probe, "numa_nodes": 2})
 
     f = build_fleet(tmp_path)
     rows = {r.host: r for r in f.hosts}
@@ -117,6 +117,8 @@ def test_fleet_report_from_host_artifacts(tmp_path: Path) -> None:
     assert rows["db1"].drift == ["mysql:x: expected 64M, found 16M"]
     assert rows["db2"].status == "failed health check: rolled back"
     assert rows["db3"].status == "unchanged"
+    assert rows["db3"].hardware == "x86_64 Xeon, 2 CPUs, 2 NUMA nodes, 24 GiB"
+    assert rows["db1"].hardware == "x86_64 Xeon, 2 CPUs, 24 GiB"
     # an option the file did not set reads "(not set)", not Python's None (seen over SSH)
     assert rows["db1"].changes == ["mycnf:mysqld/innodb_log_buffer_size: (not set) -> 64M"]
     assert f.classes[0].held_by == "db2"

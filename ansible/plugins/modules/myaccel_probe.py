@@ -65,11 +65,13 @@ def summarize(facts):
     version = str(_v(srv.get("version")) or "none")
     series = ".".join(version.split(".")[:2])
     total = _v(mem.get("total_bytes")) or 0
+    nodes = _v(cpu.get("numa_nodes"))
     out = {
         "hostname": _v(facts.get("hostname")),
         "arch": _v(cpu.get("arch")),
         "cpu_part": cpu_part,
         "logical_cpus": _v(cpu.get("logical_cpus")),
+        "numa_nodes": len(nodes) if isinstance(nodes, list) and nodes else 1,
         "memory_bytes": total,
         "memory_gib": round(total / 2**30),
         "flavor": _v(srv.get("flavor")) or "none",
@@ -83,6 +85,9 @@ def summarize(facts):
             _slug(out["arch"]),
             _slug(cpu_part),
             f"{out['logical_cpus']}c",
+            # NUMA nodes only when more than one: the NUMA layer plans differ by node count,
+            # and a one-node host keeps the key it had before the nodes were counted
+            *([f"{out['numa_nodes']}n"] if out["numa_nodes"] > 1 else []),
             f"{out['memory_gib']}g",
             _slug(out["flavor"]),
             _slug(series),

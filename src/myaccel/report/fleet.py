@@ -92,6 +92,7 @@ class ProbeDoc(_Doc):
     arch: str | None = None
     cpu_part: str | None = None
     logical_cpus: int | None = None
+    numa_nodes: int | None = None
     memory_gib: int | float | None = None
     flavor: str | None = None
     version: str | None = None
@@ -294,7 +295,8 @@ def _host_row(hdir: Path) -> HostRow:
         canary=probe.canary,
         canary_in_place_of=probe.canary_in_place_of or "",
         hardware=f"{probe.arch} {probe.cpu_part}, {probe.logical_cpus} CPUs, "
-        f"{probe.memory_gib} GiB",
+        + (f"{probe.numa_nodes} NUMA nodes, " if (probe.numa_nodes or 1) > 1 else "")
+        + f"{probe.memory_gib} GiB",
         server=f"{probe.flavor} {probe.version}",
         status=_status(latest, apply, in_effect),
         changes=changes,
