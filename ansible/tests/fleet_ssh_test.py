@@ -32,7 +32,19 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from fleet_test import ROOT, check, failure_lines, playbook, say, sh, task_output, write_config
+from fleet_test import (
+    ONLY,
+    ROOT,
+    check,
+    failure_lines,
+    playbook,
+    save_inventory,
+    say,
+    sh,
+    short_rollout,
+    task_output,
+    write_config,
+)
 
 sys.path.insert(0, str(ROOT))
 
@@ -44,7 +56,6 @@ from lab.preflight import missing_reason
 from lab.timing import Timings
 from lab.topology import LAB_TOPOLOGY, NumaNode, Topology
 
-ONLY = "server-log-buffer"  # a restart-only option: the apply restarts the server (systemd)
 VARIABLE = "innodb_log_buffer_size"
 SOCKET = "/run/mysqld/mysqld.sock"
 MACHINES: dict[str, Topology] = {
@@ -115,24 +126,13 @@ def write_inventory(work: Path, guests: dict[str, Guest], deb: Path) -> Path:
                 "myaccel_deb": str(deb),
                 "myaccel_socket": SOCKET,
                 "myaccel_login_user": "root",
-                "myaccel_fleet_dir": str(work / "fleet"),
-                "myaccel_only": [ONLY],
-                "myaccel_batches": [1],
-                "myaccel_canary_workloads": ["oltp_point_select"],
-                "myaccel_canary_threads": [1],
-                "myaccel_canary_time": 1,
-                "myaccel_canary_warmup": 0,
-                "myaccel_canary_runs": 3,
-                "myaccel_canary_tables": 1,
-                "myaccel_canary_table_size": 1000,
+                **short_rollout(work),
                 # a TCG guest is never quiet: measure at once (the verdict is not the point)
                 "myaccel_canary_quiet_wait": 0,
             },
         }
     }
-    path = work / "inventory.json"
-    path.write_text(json.dumps(inventory, indent=2))
-    return path
+    return save_inventory(work, inventory)
 
 
 def etc_mysql(guest: Guest) -> str:

@@ -101,19 +101,31 @@ def write_inventory(work: Path, wheel: Path) -> Path:
                 "myaccel_wheel": str(wheel),
                 # this venv's site-packages has the dependencies: no download per host
                 "myaccel_shared_site": sysconfig.get_path("purelib"),
-                "myaccel_fleet_dir": str(work / "fleet"),
-                "myaccel_only": [ONLY],
-                "myaccel_batches": [1],
-                "myaccel_canary_workloads": ["oltp_point_select"],
-                "myaccel_canary_threads": [1],
-                "myaccel_canary_time": 1,
-                "myaccel_canary_warmup": 0,
-                "myaccel_canary_runs": 3,
-                "myaccel_canary_tables": 1,
-                "myaccel_canary_table_size": 1000,
+                **short_rollout(work),
             },
         }
     }
+    return save_inventory(work, inventory)
+
+
+def short_rollout(work: Path) -> dict[str, object]:
+    """The test's rollout: one restart-only rule, batches of one, a canary A/B of seconds
+    (the machinery, not a verdict), the fleet directory in the work directory."""
+    return {
+        "myaccel_fleet_dir": str(work / "fleet"),
+        "myaccel_only": [ONLY],
+        "myaccel_batches": [1],
+        "myaccel_canary_workloads": ["oltp_point_select"],
+        "myaccel_canary_threads": [1],
+        "myaccel_canary_time": 1,
+        "myaccel_canary_warmup": 0,
+        "myaccel_canary_runs": 3,
+        "myaccel_canary_tables": 1,
+        "myaccel_canary_table_size": 1000,
+    }
+
+
+def save_inventory(work: Path, inventory: dict[str, object]) -> Path:
     path = work / "inventory.json"
     path.write_text(json.dumps(inventory, indent=2))
     return path
