@@ -40,7 +40,8 @@
 -- log's 1 s resolution) of the previous statement it issued, or not at all when that time
 -- has passed (closed loop: a slower server makes the thread fall behind). The wait is
 -- outside sysbench's event, so an event's latency is the statement's alone; usleep's
--- overshoot is measured and taken off later waits. A thread's first statement is issued
+-- overshoot is measured (up to 2 ms a sleep) and taken off later waits, and a wait that
+-- ends early sleeps the rest: never early. A thread's first statement is issued
 -- at once; a session's first step waits the captured time between the pool thread's
 -- sessions. A wait that would end after the run's --time ends the thread instead (a long
 -- idle gap does not hold the run past its end).
@@ -303,6 +304,7 @@ end
 -- Timed mode: the wait before a step.
 local last_start, last_end = nil, nil
 local overshoot = 0 -- usleep's mean overshoot (us)
+local OVERSHOOT_CAP_US = 2000 -- the most one sleep teaches (us)
 local sched = nil -- gap_from "start": when the schedule had the last step start (us)
 local deadline = nil -- the run's end (us), with --time
 local pending = nil -- the step chosen by the timed loop, issued by event()
@@ -334,8 +336,16 @@ local function wait_for(step)
   if ask >= 1 then
     local t0 = now_us()
     ffi.C.usleep(math.floor(ask))
-    local over = now_us() - t0 - math.floor(ask)
+    -- a stall of the whole host (tens of ms) is not usleep's overshoot: learned whole, it
+    -- made the next waits that much short (a 60 ms gap issued after 52.9 ms on a loaded
+    -- host); capped, the mean follows usleep's own lateness
+    local over = math.min(now_us() - t0 - math.floor(ask), OVERSHOOT_CAP_US)
     overshoot = math.max(0, overshoot + (over - overshoot) / 16)
+  end
+  -- never early: what the learned overshoot took off beyond this sleep's own is waited now
+  local left = due - now_us()
+  if left >= 1 then
+    ffi.C.usleep(math.floor(left))
   end
   return false
 end
