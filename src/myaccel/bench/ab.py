@@ -8,7 +8,7 @@ the order rotated every round (A B C, B C A, C A B, ...), each extra comparison
 ``run`` is the whole of ``myaccel ab`` (and the measuring step of ``accelerate``): the
 sandbox made or loaded, the dataset and its snapshot, the interleaved runs, the sandbox
 put back on its own configuration whatever happens, and the comparison. Over 600 lines
-(603), on purpose: the campaign's loop, its sandbox care and its request are one flow, which
+(604), on purpose: the campaign's loop, its sandbox care and its request are one flow, which
 split across modules would pass the same state back and forth (the arms are in arms.py)."""
 
 from __future__ import annotations
