@@ -229,3 +229,19 @@ def test_offline_cpus_are_never_in_the_affinity(tmp_path: Path) -> None:
     host_only = collect_facts(root, perf_live_test=False)
     bound = placement_lists(make_plan(host_only, layers=["numa"]))
     assert not set(parse_cpu_list(bound.get("CPUAffinity", "0"))) & set(range(64, 72)), bound
+
+
+def test_a_pool_below_a_gib_is_spelled_as_it_is(tmp_path: Path) -> None:
+    """Seen in the aarch64 lab guest (2 nodes of 1 GiB, a 640 MiB pool): the placement said
+    "the pool (1 GiB) fits node(s) 0 (1 GiB) with headroom", each size rounded to a whole
+    GiB, which reads as a pool that fills its node."""
+    root = copy(tmp_path, "kunpeng920-2s")
+    server_process(root, "64-127", "0-3", memory_max=2 * GIB)
+    p = make_plan(facts(root, mysql()))
+    pool = next(r for r in p.recommendations if r.id == "server-buffer-pool-size")
+    size = parse_size(pool.proposed)
+    assert size < GIB, pool.proposed
+    assert p.numa_placement is not None
+    said = p.numa_placement[0]
+    assert f"the pool ({size // 2**20} MiB)" in said, said
+    assert "(0 GiB)" not in said and "(1 GiB)" not in said, said

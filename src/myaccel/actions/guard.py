@@ -46,6 +46,7 @@ from myaccel.knobs.values import KnobValue, format_size
 from myaccel.model import Facts
 from myaccel.rules.model import Plan, Recommendation
 from myaccel.server.option_spelling import OptionWord
+from myaccel.units import format_gib
 
 # Server variables are stored in at most 64 bits: nothing above fits any of them.
 U64_MAX = (1 << 64) - 1
@@ -344,13 +345,9 @@ def _memory_problem(a: Assignment, memory: HostMemory, cat: Catalog) -> Problem 
         a.rec.target,
         "memory",
         f"{a.rec.id}: {a.head} sets {w.name} to {size} bytes ({format_size(size)}), more "
-        f"than this host's memory (MemTotal {_gib(memory.total_bytes)}, {memory.source})",
+        f"than this host's memory (MemTotal {format_gib(memory.total_bytes)}, {memory.source})",
         MEMORY_HINT,
     )
-
-
-def _gib(n: int) -> str:
-    return f"{n / (1 << 30):.1f} GiB"
 
 
 # ------------------------------------------------------------------ values

@@ -25,6 +25,7 @@ from typing import Literal
 
 from myaccel.cpulist import format_cpu_list, parse_cpu_list
 from myaccel.model import NumaNode
+from myaccel.units import format_bytes
 
 HEADROOM = 0.70  # strict binding only if the pool fills at most 70% of the nodes' memory
 LOCAL = 10  # the firmware's distance of a node to itself
@@ -54,10 +55,6 @@ class Placement:
     cpus: tuple[int, ...]  # the server's CPUs on ``nodes`` (a binding's CPUAffinity)
     rows: tuple[NodeRow, ...]
     reason: str
-
-
-def _gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / 2**30:.0f} GiB"
 
 
 def _max_distance(group: list[NumaNode], index: dict[int, int]) -> int | None:
@@ -189,18 +186,18 @@ def place(
     chosen = _grow(ns, anchor, pool_bytes)
     held = pool_bytes <= HEADROOM * _memory(chosen)
     ids = {n.node for n in chosen}
-    pool = f"the pool ({_gib(pool_bytes)})"
+    pool = f"the pool ({format_bytes(pool_bytes)})"
     if len(ns.cand) == 1:
         if held:
             return Placement(
                 "bind", tuple(sorted(ids)), tuple(ns.own[anchor.node]),
                 ns.rows(ids, "bind", anchor.node, ""),
-                f"{pool} fits node {anchor.node}'s {_gib(_memory(chosen))} with headroom "
+                f"{pool} fits node {anchor.node}'s {format_bytes(_memory(chosen))} with headroom "
                 f"(at most {HEADROOM:.0%}), and the server runs on its CPUs",
             )  # fmt: skip
         return Placement(
             "none", (), (), ns.rows(set(), "bind", anchor.node, "the pool does not fit"),
-            f"{pool} does not fit node {anchor.node}'s {_gib(_memory(chosen))} with "
+            f"{pool} does not fit node {anchor.node}'s {format_bytes(_memory(chosen))} with "
             "headroom: local-first allocation spills over safely",
         )  # fmt: skip
     index = ns.index
@@ -215,10 +212,10 @@ def place(
             "bind", tuple(sorted(ids)), cpus,
             ns.rows(ids, "bind", anchor.node, "the pool fits the bound nodes"),
             f"{pool} fits node(s) {format_cpu_list(sorted(ids))} "
-            f"({_gib(_memory(chosen))}) with headroom, within one socket",
+            f"({format_bytes(_memory(chosen))}) with headroom, within one socket",
         )  # fmt: skip
     if not held:
-        why = f"{pool} needs more than {HEADROOM:.0%} of {_gib(_memory(ns.cand))}"
+        why = f"{pool} needs more than {HEADROOM:.0%} of {format_bytes(_memory(ns.cand))}"
     elif len(chosen) == len(ns.cand):
         why = f"{pool} needs every node that holds the server's CPUs"
     else:
@@ -241,7 +238,7 @@ def table(p: Placement) -> list[str]:
         dist = "-" if r.distance is None else str(r.distance)
         lines.append(
             f"node {r.node}: cpus {r.cpus or '-'}, server's {r.server_cpus or '-'}, "
-            f"memory {_gib(r.memory_bytes)}, distance {dist}: {r.role}"
+            f"memory {format_bytes(r.memory_bytes)}, distance {dist}: {r.role}"
             + (f" ({r.why})" if r.role == "unused" and r.why else "")
         )
     return lines
