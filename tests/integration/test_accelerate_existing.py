@@ -272,6 +272,7 @@ def test_guard_rolls_back_a_live_regression(prod: Sandbox, tmp_path: Path) -> No
     assert str(prod.query("SELECT @@GLOBAL.read_only")[0][0]) == "0"
 
 
+@pytest.mark.system  # MySQL 9.7's whole accelerate, ~95 s: `make system-test`
 def test_accelerate_existing_mysql(
     prod_mysql: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

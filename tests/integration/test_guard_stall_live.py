@@ -211,6 +211,7 @@ def test_a_quiet_steady_application_is_no_breach(sb: Sandbox) -> None:
     assert sb.query("SELECT @@GLOBAL.innodb_io_capacity")[0][0] == 200
 
 
+@pytest.mark.system  # a 60 s stall, 100 s in all: `make system-test`
 def test_a_60s_stall_then_catch_up_is_a_breach_and_rolled_back(sb: Sandbox) -> None:
     vars_before, files_before = variables(sb), files(sb)
     stall = Stall(sb)

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from myaccel.cli.main import cli
 from myaccel.server.sandbox import Sandbox
 
-pytestmark = pytest.mark.integration
+# two arms under callgrind, ~90 s: `make system-test`
+pytestmark = [pytest.mark.integration, pytest.mark.system]
 
 
 def test_the_instruction_count_decides_what_tps_cannot(myaccel_home: Path, tmp_path: Path) -> None:
