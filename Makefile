@@ -45,8 +45,9 @@ test: system-deps venv lint typecheck
 # The end-to-end tests too slow for `make test`'s 25 minutes (marker `system`): accelerate
 # --versions across a MariaDB upgrade, the Debian package built and read back, MySQL 9.7's
 # accelerate on a sandbox and on an existing server, the guard through a 60 s stall, `ab
-# --instructions` under callgrind, the fleet collection's playbooks against stand-in hosts.
-# CI (.ci/run) runs them after `make test`, about 6 minutes.
+# --instructions` under callgrind, `simulate` under callgrind and cachegrind, the fleet
+# collection's playbooks against stand-in hosts. CI (.ci/run) runs them after `make test`,
+# about 8 minutes.
 system-test: system-deps venv
 	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20 -m system tests
 

@@ -26,9 +26,11 @@ from myaccel.profile.simulate import (
 )
 from myaccel.server.sandbox import Sandbox, ServerOptions
 
+# callgrind and cachegrind runs of a real server, ~110 s: `make system-test`
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
+    pytest.mark.system,
     pytest.mark.skipif(
         proc.which("mariadbd") is None and proc.which("mysqld") is None,
         reason="no mariadbd/mysqld installed",
