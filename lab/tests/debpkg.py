@@ -32,8 +32,10 @@ from myaccel import __version__
 GUEST_DEB_DIR = "/tmp/myaccel-deb"  # readable by apt's _apt user (not /root)
 FACTS = "/root/facts.json"  # root's probe
 APT = "DEBIAN_FRONTEND=noninteractive apt-get -q -o Dpkg::Use-Pty=0"
-# what a DBA's apt must pull with the package (its Recommends, docs/packaging.md)
+# what a DBA's apt must pull with the package (its Recommends, docs/packaging.md), and the
+# command of each that `doctor` must find
 TOOLS = ("sysbench", "fio", "linux-perf", "numactl", "mariadb-backup")
+TOOL_COMMANDS = {"linux-perf": "perf"}
 
 
 @dataclass(frozen=True)
@@ -192,3 +194,25 @@ def facts(guest: Guest, t: Timings) -> Any:
         ok(r)
         t.say(f"  probe --json: {len(r.stdout)} bytes, sections {sorted(json.loads(r.stdout))}")
     return json.loads(guest.run(f"cat {FACTS}", timeout=300))
+
+
+def doctor_as_root(guest: Guest, t: Timings) -> None:
+    """`myaccel doctor` as root: exit 0, root said, every tool apt installed found."""
+    doctor = ok(step(guest, t, "myaccel doctor (root)", "myaccel doctor", show=80, timeout=1800))
+    assert "running as root" in doctor
+    for tool in TOOLS:
+        command = TOOL_COMMANDS.get(tool, tool)
+        assert f"/usr/bin/{command}" in doctor, command
+
+
+def plan_as_root(guest: Guest, t: Timings) -> None:
+    """`myaccel plan` and `plan --json` as root against the guest's server: a plan is made."""
+    plan = step(guest, t, "myaccel plan (root)", "cd /root && myaccel plan", show=80, timeout=1800)
+    assert ok(plan).strip()
+    said = step(guest, t, "myaccel plan --json (root)", "myaccel plan --json", show=0, timeout=1800)
+    doc = json.loads(ok(said))
+    assert doc["recommendations"], doc.get("skipped")
+    t.say(
+        f"  plan --json: {len(doc['recommendations'])} recommendations, "
+        f"{len(doc['skipped'])} skipped"
+    )

@@ -27,14 +27,15 @@ from lab.config import AMD64
 from lab.guest import Guest
 from lab.tests.debpkg import (
     FACTS,
-    TOOLS,
     Installed,
     build_deb,
     check_installed,
+    doctor_as_root,
     facts,
     fresh_guest,
     install_deb,
     ok,
+    plan_as_root,
     step,
 )
 from lab.tests.guestcmd import SERVER
@@ -79,25 +80,14 @@ def test_apt_installs_the_package_and_its_recommends_from_debian(installed: Inst
 
 def test_doctor_probe_and_plan_as_root(installed: Installed) -> None:
     guest, t = installed.guest, installed.timings
-    doctor = ok(step(guest, t, "myaccel doctor (root)", "myaccel doctor", show=80))
-    assert "running as root" in doctor
-    for tool in TOOLS:  # what apt installed, found
-        command = "perf" if tool == "linux-perf" else tool
-        assert f"/usr/bin/{command}" in doctor, command
+    doctor_as_root(guest, t)
     root_facts = facts(guest, t)
     server = root_facts["server"]
     assert server is not None, "probe found no server on the default socket"
     assert server["flavor"]["value"] == "mariadb"
     assert server["pid"]["value"] == int(guest.run("systemctl show -P MainPID mariadb.service"))
     assert [n["node"] for n in root_facts["cpu"]["numa_nodes"]["value"]] == [0, 1]
-    plan = ok(step(guest, t, "myaccel plan (root)", "cd /root && myaccel plan", show=80))
-    assert plan.strip()
-    doc = json.loads(
-        ok(step(guest, t, "myaccel plan --json (root)", "myaccel plan --json", show=0))
-    )
-    assert doc["recommendations"], doc.get("skipped")
-    counts = f"{len(doc['recommendations'])} recommendations, {len(doc['skipped'])} skipped"
-    t.say(f"  plan --json: {counts}")
+    plan_as_root(guest, t)
 
 
 def test_accelerate_as_root_then_rollback(installed: Installed) -> None:

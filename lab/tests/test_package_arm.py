@@ -14,7 +14,6 @@ Marker `lab_package` (not `lab`, not `lab_arm`); `make lab-package-arm-test` run
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,15 +23,16 @@ import pytest
 from lab.config import ARM64
 from lab.guest import Guest
 from lab.tests.debpkg import (
-    TOOLS,
     Installed,
     build_deb,
     check_installed,
+    doctor_as_root,
     facts,
     fresh_guest,
     host,
     install_deb,
     ok,
+    plan_as_root,
     step,
 )
 from lab.timing import Timings
@@ -104,11 +104,7 @@ def test_its_compiled_libraries_load_on_the_guest_python(installed: Installed) -
 
 def test_doctor_probe_and_plan_as_root(installed: Installed) -> None:
     guest, t = installed.guest, installed.timings
-    doctor = ok(step(guest, t, "myaccel doctor (root)", "myaccel doctor", show=80, timeout=1800))
-    assert "running as root" in doctor
-    for tool in TOOLS:
-        command = "perf" if tool == "linux-perf" else tool
-        assert f"/usr/bin/{command}" in doctor, command
+    doctor_as_root(guest, t)
     root_facts = facts(guest, t)
     cpu = root_facts["cpu"]
     for key in ("arch", "part", "family", "has_lse", "sockets", "numa_nodes"):
@@ -121,19 +117,4 @@ def test_doctor_probe_and_plan_as_root(installed: Installed) -> None:
     server = root_facts["server"]
     assert server is not None, "probe found no server on the default socket"
     assert server["pid"]["value"] == int(guest.run("systemctl show -P MainPID mariadb.service"))
-    plan = ok(
-        step(guest, t, "myaccel plan (root)", "cd /root && myaccel plan", show=80, timeout=1800)
-    )
-    assert plan.strip()
-    doc = json.loads(
-        ok(
-            step(
-                guest, t, "myaccel plan --json (root)", "myaccel plan --json", show=0, timeout=1800
-            )
-        )
-    )
-    assert doc["recommendations"], doc.get("skipped")
-    t.say(
-        f"  plan --json: {len(doc['recommendations'])} recommendations, "
-        f"{len(doc['skipped'])} skipped"
-    )
+    plan_as_root(guest, t)
