@@ -94,10 +94,13 @@ def crash_plan(myaccel_guest: Guest) -> Guest:
     return myaccel_guest
 
 
-# two points of the matrix in CI (the whole matrix: `python -m lab crash-matrix`, its
-# table in docs/safety.md): a drop-in written and not yet marked, a rollback half done.
-# The server down on its new files (`apply:restart-down`, 168 s) was a third until the CI
-# budget of issue 31; the matrix still runs it.
+# two points of the matrix in `make lab-test` (the whole matrix: `python -m lab
+# crash-matrix`, its table in docs/safety.md): a drop-in written and not yet marked, a
+# rollback half done. The server down on its new files (`apply:restart-down`, 168 s) was a
+# third until the CI budget of issue 31; the matrix still runs it. CI's `make lab-ci-test`
+# leaves both out (lab_long: 223 s and 250 s, each after a boot of 80 s, on 2026-12-02) and
+# keeps the kernel crash above.
+@pytest.mark.lab_long
 @pytest.mark.parametrize(
     ("phase", "point"),
     [("apply", "changed:3"), ("rollback", "reverted:1")],
