@@ -75,7 +75,7 @@ lab-test: venv
 # What CI (.ci/run) runs of the lab: every `lab` test but those marked `lab_long`: the whole
 # accelerate of the guest's systemd server with a swapped binary (313 s to 1,294 s under TCG)
 # and the two OS-crash points of the matrix (223 s and 250 s, each after its own boot; the
-# kernel-crash test stays). About 22 minutes on the development VM (lab-test: 44).
+# kernel-crash test stays). 19 minutes on the development VM (lab-test: 44).
 lab-ci-test: venv
 	@bash scripts/ensure-lab-deps.sh
 	$(BIN)/pytest -q -m 'lab and not lab_long' --timeout 3600 --durations=0 -p no:cacheprovider lab/tests
