@@ -53,7 +53,7 @@ system-test: system-deps venv
 
 # The Ansible collection (ansible/): first against three local hosts, each with its own
 # sandbox (the gates: a canary down, a failed health check, a held class; about 150 s:
-# `make fleet-local-test`, run by CI after `make lab-test`), then over real SSH against two
+# `make fleet-local-test`, run by CI after `make system-test`), then over real SSH against two
 # lab guests of two hardware classes, the role installing the Debian package
 # (ansible/tests/fleet_ssh_test.py; about 23 minutes under TCG, the lab's image cached or
 # built first). `make fleet-test` runs both; its SSH part is not in .ci/run (CI's 90
